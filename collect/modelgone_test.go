@@ -14,6 +14,26 @@ import (
 	"github.com/hone-rl/hone/collect"
 )
 
+// vllmNotFound answers as vLLM does a chat call for a model it does not
+// serve: a 404 whose error is at the top level and whose code is the
+// status.
+func vllmNotFound(w http.ResponseWriter, model string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusNotFound)
+	io.WriteString(w, `{"object":"error","message":"The model `+"`"+model+"`"+` does not exist.","type":"NotFoundError","param":null,"code":404}`)
+}
+
+// relay answers r with the server at upstream's answer, as passOn gets it.
+func relay(w http.ResponseWriter, r *http.Request, upstream string) {
+	resp := passOn(w, r, upstream)
+	if resp == nil {
+		return
+	}
+	defer resp.Body.Close()
+	w.WriteHeader(resp.StatusCode)
+	io.Copy(w, resp.Body)
+}
+
 // restartedFront stands in front of a real server as hone-serve's vLLM
 // front does while vLLM restarts under it: the model it served a moment
 // ago is answered once with vLLM's 404 "does not exist" (until the front's
@@ -33,18 +53,10 @@ func (f *restartedFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	gone := r.URL.Path == "/v1/chat/completions" && f.calls == f.goneAt
 	f.mu.Unlock()
 	if gone {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusNotFound)
-		io.WriteString(w, `{"object":"error","message":"The model `+"`tiny`"+` does not exist.","type":"NotFoundError","param":null,"code":404}`)
+		vllmNotFound(w, "tiny")
 		return
 	}
-	resp := passOn(w, r, f.upstream)
-	if resp == nil {
-		return
-	}
-	defer resp.Body.Close()
-	w.WriteHeader(resp.StatusCode)
-	io.Copy(w, resp.Body)
+	relay(w, r, f.upstream)
 }
 
 // Regression: the first 404 of a run stopped it and hone-collect kept
@@ -90,18 +102,10 @@ type vllmUnknownModel struct{ upstream string }
 
 func (f vllmUnknownModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/v1/chat/completions" {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusNotFound)
-		io.WriteString(w, `{"object":"error","message":"The model `+"`nope`"+` does not exist.","type":"NotFoundError","param":null,"code":404}`)
+		vllmNotFound(w, "nope")
 		return
 	}
-	resp := passOn(w, r, f.upstream)
-	if resp == nil {
-		return
-	}
-	defer resp.Body.Close()
-	w.WriteHeader(resp.StatusCode)
-	io.Copy(w, resp.Body)
+	relay(w, r, f.upstream)
 }
 
 // Regression: vLLM answers a model it does not serve with a 404 whose

@@ -16,9 +16,15 @@ import (
 // run name r and seed 1, and returns the ids of the groups written.
 func groupIDs(t *testing.T, path, split string, groups int) []string {
 	t.Helper()
+	return runIDs(t, collect.Options{Env: "guess", Scenarios: path, Split: split, Groups: groups, GroupSize: 1, Concurrency: 1, Seed: 1, Run: "r",
+		Policy: "scripted:bisect"})
+}
+
+// runIDs runs o and returns the ids of the groups it wrote.
+func runIDs(t *testing.T, o collect.Options) []string {
+	t.Helper()
 	var out bytes.Buffer
-	o := collect.Options{Env: "guess", Scenarios: path, Split: split, Groups: groups, GroupSize: 1, Concurrency: 1, Seed: 1, Run: "r",
-		Policy: "scripted:bisect", Out: &out}
+	o.Out = &out
 	if err := collect.Run(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
@@ -68,17 +74,8 @@ func TestGroupIDsNameTheScenarios(t *testing.T) {
 // with run name r and seed 1, and returns the ids of the groups written.
 func generatedIDs(t *testing.T, env string, opts map[string]string, split string) []string {
 	t.Helper()
-	var out bytes.Buffer
-	o := collect.Options{Env: env, EnvOpts: opts, Split: split, Groups: 2, GroupSize: 1, Concurrency: 1, Seed: 1, Run: "r",
-		Policy: "scripted", Out: &out}
-	if err := collect.Run(context.Background(), o); err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for _, g := range readGroups(t, out.Bytes()) {
-		ids = append(ids, g.ID)
-	}
-	return ids
+	return runIDs(t, collect.Options{Env: env, EnvOpts: opts, Split: split, Groups: 2, GroupSize: 1, Concurrency: 1, Seed: 1, Run: "r",
+		Policy: "scripted"})
 }
 
 // Regression: generated scenarios' group ids were <run>-s<seed>-g<place>

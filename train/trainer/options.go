@@ -144,7 +144,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet, lr float64) {
 	fs.Uint64Var(&o.Seed, "seed", 0, "seed of the LoRA init and the data order")
 	fs.Float64Var(&o.LR, "lr", lr, "peak learning rate")
 	fs.StringVar(&o.Schedule, "lr-schedule", "constant", "constant, warmup (linear warm-up then constant) or cosine (warm-up then cosine decay to --min-lr)")
-	fs.IntVar(&o.Warmup, "warmup-steps", 0, "steps of linear warm-up (optimizer updates with grpo --norm art), with --lr-schedule warmup or cosine (constant has none); a step with nothing to train counts, as transformers' schedulers count every step; under cosine, a warm-up that reaches the horizon's last step (--schedule-steps, else the step the call trains to, with grpo --norm art the updates counted to it) is warned about: the learning rate never decays")
+	fs.IntVar(&o.Warmup, "warmup-steps", 0, "steps of linear warm-up (optimizer updates with grpo --norm art), with --lr-schedule warmup or cosine (constant has none); a step with nothing to train counts, as transformers' schedulers count every step (under grpo --norm art it takes no update, so it does not); under cosine, a warm-up that reaches the horizon's last step (--schedule-steps, else the step the call trains to, with grpo --norm art the updates counted to it) is warned about: the learning rate never decays")
 	fs.Float64Var(&o.MinLR, "min-lr", 0, "final learning rate of the cosine schedule")
 	fs.IntVar(&o.ScheduleSteps, "schedule-steps", 0, ScheduleStepsUsage("--resume with more --steps"))
 	fs.Float64Var(&o.Beta1, "adam-beta1", 0.9, "AdamW β1")

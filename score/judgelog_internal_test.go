@@ -11,7 +11,8 @@ import (
 // TestJudgeLogNamesTheDefaultServer: with no --judge-base-url (nor
 // $OPENAI_BASE_URL) the judge line names api.openai.com, where the calls
 // go, and warns when no key is set for it, which every call would then
-// need; it logged base_url="" and api_key_set=false alone.
+// need; it logged base_url="" and api_key_set=false alone. OpenAI's
+// base URL given by name is warned about alike.
 func TestJudgeLogNamesTheDefaultServer(t *testing.T) {
 	for _, c := range []struct {
 		base, key string
@@ -21,6 +22,7 @@ func TestJudgeLogNamesTheDefaultServer(t *testing.T) {
 		{"", "", []string{"base_url=https://api.openai.com/v1/", "no API key"}, true},
 		{"", "sk-x", []string{"base_url=https://api.openai.com/v1/"}, false},
 		{"http://127.0.0.1:8000/v1", "", []string{"base_url=http://127.0.0.1:8000/v1"}, false},
+		{"https://api.openai.com/v1", "", []string{"base_url=https://api.openai.com/v1", "no API key"}, true},
 	} {
 		var logged bytes.Buffer
 		log := slog.New(slog.NewTextHandler(&logged, nil))

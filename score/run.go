@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -399,7 +400,7 @@ func buildJudge(ctx context.Context, opts Options, log *slog.Logger, files *file
 			shown = judge.OpenAIBaseURL // where an empty base URL sends the calls
 		}
 		log.Info("judge", "model", opts.JudgeModel, "base_url", shown, "api_key_set", key != "")
-		if base == "" && key == "" {
+		if key == "" && isOpenAI(shown) {
 			// OpenAI answers every call 401 without one; said now, before
 			// the first group waits for that answer.
 			log.Warn("judge: no API key for api.openai.com: set $OPENAI_API_KEY or --judge-api-key, or --judge-base-url for a server of your own")
@@ -540,4 +541,11 @@ func pipeline(ctx context.Context, r *trajectory.Reader, sh shard.Shard, c *Chai
 		return failure
 	}
 	return rerr
+}
+
+// isOpenAI reports whether the base URL is OpenAI's own API, which
+// answers every call without a key 401.
+func isOpenAI(base string) bool {
+	u, err := url.Parse(base)
+	return err == nil && strings.EqualFold(u.Hostname(), "api.openai.com")
 }

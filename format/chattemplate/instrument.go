@@ -624,47 +624,59 @@ func copyString(b *strings.Builder, code string, i int) int {
 	return j
 }
 
+// tagToken returns the span of the token of code at or after i, white
+// space skipped: a string literal, a number with the letters and dots
+// that follow it (1e3, 0x10, 1.5), a name, `**` or `//`, or one other
+// byte; start is len(code) when none is left. checkTag and
+// checkEngineRepeat read a tag's code through it.
+func tagToken(code string, i int) (start, end int) {
+	for i < len(code) && (code[i] == ' ' || code[i] == '\t' || code[i] == '\n' || code[i] == '\r') {
+		i++
+	}
+	if i == len(code) {
+		return i, i
+	}
+	c, j := code[i], i+1
+	switch {
+	case c == '\'' || c == '"':
+		j = skipString(code, i)
+	case c >= '0' && c <= '9':
+		for j < len(code) && (isIdentByte(code[j]) || code[j] == '.') {
+			j++
+		}
+	case isIdentByte(c):
+		for j < len(code) && isIdentByte(code[j]) {
+			j++
+		}
+	case (c == '*' || c == '/') && j < len(code) && code[j] == c:
+		j++
+	}
+	return i, j
+}
+
 // checkTag counts the tokens of a tag's content and checks the static
 // limits on it: its size and its bracket nesting.
 func checkTag(code string) (int, error) {
 	tokens, depth := 0, 0
 	var last, beforeLast string // the last two tokens, for a dangling `is`
-	for i := 0; i < len(code); {
-		c := code[i]
-		start := i
-		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			i++
-			continue
-		case c == '\'' || c == '"':
-			i = skipString(code, i)
-		case c >= '0' && c <= '9':
-			j := i
-			for j < len(code) && (isIdentByte(code[j]) || code[j] == '.') {
-				j++
-			}
-			i = j
-		case isIdentByte(c):
-			for i < len(code) && isIdentByte(code[i]) {
-				i++
-			}
-		case c == '(' || c == '[' || c == '{':
+	for i := 0; ; {
+		start, end := tagToken(code, i)
+		if start == len(code) {
+			break
+		}
+		switch code[start] {
+		case '(', '[', '{':
 			if depth++; depth > maxTagBrackets {
 				return 0, &staticError{fmt.Sprintf("brackets nested more than %d deep in one tag", maxTagBrackets)}
 			}
-			i++
-		case c == ')' || c == ']' || c == '}':
+		case ')', ']', '}':
 			depth--
-			i++
-		case c == '*' && i+1 < len(code) && code[i+1] == '*', c == '/' && i+1 < len(code) && code[i+1] == '/':
-			i += 2
-		default:
-			i++
 		}
-		beforeLast, last = last, code[start:i]
+		beforeLast, last = last, code[start:end]
 		if tokens++; tokens > maxTagTokens {
 			return 0, &staticError{fmt.Sprintf("a tag of more than %d tokens", maxTagTokens)}
 		}
+		i = end
 	}
 	// The engine takes the token after `is` as the test's name, whatever
 	// it is; at the end of a tag that is the closing parenthesis of a hook
@@ -685,41 +697,24 @@ func checkTag(code string) (int, error) {
 // through here, since numbers multiply freely.
 func checkEngineRepeat(code string) error {
 	lastNumber, starAfterNumber, prevStar := false, false, false
-	for i := 0; i < len(code); {
-		c := code[i]
-		star, number := false, false
-		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			i++
-			continue
-		case c == '\'' || c == '"':
-			i = skipString(code, i)
-		case c >= '0' && c <= '9':
-			j := i
-			for j < len(code) && (isIdentByte(code[j]) || code[j] == '.') {
-				j++
+	for i := 0; ; {
+		start, end := tagToken(code, i)
+		if start == len(code) {
+			return nil
+		}
+		tok := code[start:end]
+		star, number := tok == "*", tok[0] >= '0' && tok[0] <= '9'
+		if number && prevStar && !starAfterNumber {
+			if n, err := strconv.ParseInt(tok, 10, 64); err == nil && n > maxRepeatLiteral {
+				return &staticError{fmt.Sprintf("`* %d` where the engine evaluates it itself (a macro's default value): repeating a string that many times would exhaust memory (limit %d)", n, maxRepeatLiteral)}
 			}
-			if prevStar && !starAfterNumber {
-				if n, err := strconv.ParseInt(code[i:j], 10, 64); err == nil && n > maxRepeatLiteral {
-					return &staticError{fmt.Sprintf("`* %d` where the engine evaluates it itself (a macro's default value): repeating a string that many times would exhaust memory (limit %d)", n, maxRepeatLiteral)}
-				}
-			}
-			i, number = j, true
-		case isIdentByte(c):
-			for i < len(code) && isIdentByte(code[i]) {
-				i++
-			}
-		case c == '*' && i+1 < len(code) && code[i+1] == '*':
-			i += 2
-		case c == '*':
-			star, starAfterNumber = true, lastNumber
-			i++
-		default:
-			i++
+		}
+		if star {
+			starAfterNumber = lastNumber
 		}
 		prevStar, lastNumber = star, number
+		i = end
 	}
-	return nil
 }
 
 // staticError is a template refused before it runs: it breaks a static

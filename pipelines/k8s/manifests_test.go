@@ -207,30 +207,7 @@ func TestSchemasReproducible(t *testing.T) {
 // (TestRoundOverFakeS3 waits on it). TestManifestsValidate checks the
 // rest of the file against Kubernetes' schemas.
 func TestServeManifestFlags(t *testing.T) {
-	b, err := os.ReadFile("serve.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var dep struct {
-		Kind string `json:"kind"`
-		Spec struct {
-			Template struct {
-				Spec struct {
-					Containers []struct {
-						Args           []string `json:"args"`
-						ReadinessProbe struct {
-							HTTPGet struct {
-								Path string `json:"path"`
-							} `json:"httpGet"`
-						} `json:"readinessProbe"`
-					} `json:"containers"`
-				} `json:"spec"`
-			} `json:"template"`
-		} `json:"spec"`
-	}
-	if err := yaml.Unmarshal([]byte(strings.Split(string(b), "\n---\n")[0]), &dep); err != nil {
-		t.Fatal(err)
-	}
+	dep := readServeDeployment(t)
 	if dep.Kind != "Deployment" || len(dep.Spec.Template.Spec.Containers) != 1 {
 		t.Fatalf("serve.yaml's first document: kind %q, %d containers", dep.Kind, len(dep.Spec.Template.Spec.Containers))
 	}
@@ -449,25 +426,7 @@ func TestRetryStrategyBacksOff(t *testing.T) {
 // SIGKILL terminationGracePeriodSeconds (30 by default) after SIGTERM, so
 // a shorter period cuts the requests the drain was letting finish.
 func TestServeGracePeriodCoversDrain(t *testing.T) {
-	b, err := os.ReadFile("serve.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var dep struct {
-		Spec struct {
-			Template struct {
-				Spec struct {
-					TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds"`
-					Containers                    []struct {
-						Args []string `json:"args"`
-					} `json:"containers"`
-				} `json:"spec"`
-			} `json:"template"`
-		} `json:"spec"`
-	}
-	if err := yaml.Unmarshal([]byte(strings.Split(string(b), "\n---\n")[0]), &dep); err != nil {
-		t.Fatal(err)
-	}
+	dep := readServeDeployment(t)
 	pod := dep.Spec.Template.Spec
 	if len(pod.Containers) != 1 {
 		t.Fatalf("serve.yaml's Deployment: %d containers, want 1", len(pod.Containers))
@@ -610,24 +569,7 @@ func TestTrainStepsHoldTheRunsMutex(t *testing.T) {
 // file and not the other would leave the wait step waiting out its
 // deadline for a step published where hone-serve does not look.
 func TestStoreDefaultsAgree(t *testing.T) {
-	b, err := os.ReadFile("serve.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var dep struct {
-		Spec struct {
-			Template struct {
-				Spec struct {
-					Containers []struct {
-						Args []string `json:"args"`
-					} `json:"containers"`
-				} `json:"spec"`
-			} `json:"template"`
-		} `json:"spec"`
-	}
-	if err := yaml.Unmarshal([]byte(strings.Split(string(b), "\n---\n")[0]), &dep); err != nil {
-		t.Fatal(err)
-	}
+	dep := readServeDeployment(t)
 	serve := map[string]string{}
 	for _, c := range dep.Spec.Template.Spec.Containers {
 		for _, a := range c.Args {
@@ -726,4 +668,39 @@ func TestTrainGracePeriodCoversUpload(t *testing.T) {
 			t.Errorf("%s: %d templates run hone-train, want 1", file, trains)
 		}
 	}
+}
+
+// serveDeployment is serve.yaml's first document, its Deployment, as far
+// as the tests read it.
+type serveDeployment struct {
+	Kind string `json:"kind"`
+	Spec struct {
+		Template struct {
+			Spec struct {
+				TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds"`
+				Containers                    []struct {
+					Args           []string `json:"args"`
+					ReadinessProbe struct {
+						HTTPGet struct {
+							Path string `json:"path"`
+						} `json:"httpGet"`
+					} `json:"readinessProbe"`
+				} `json:"containers"`
+			} `json:"spec"`
+		} `json:"template"`
+	} `json:"spec"`
+}
+
+// readServeDeployment reads serve.yaml's Deployment.
+func readServeDeployment(t *testing.T) serveDeployment {
+	t.Helper()
+	b, err := os.ReadFile("serve.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dep serveDeployment
+	if err := yaml.Unmarshal([]byte(strings.Split(string(b), "\n---\n")[0]), &dep); err != nil {
+		t.Fatal(err)
+	}
+	return dep
 }

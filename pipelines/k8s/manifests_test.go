@@ -234,8 +234,10 @@ func TestServeManifestFlags(t *testing.T) {
 // step whose pod asks for a GPU runs on it (--device cuda; it trained on
 // the node's CPU before).
 func TestWorkflowStepFlags(t *testing.T) {
-	// A script that runs a hone command: after any VAR=value, its first word.
-	honeStep := regexp.MustCompile(`^(?:[A-Z_]+=\S+\s+)*hone-[a-z]+\s`)
+	// A script that runs a hone command: after any VAR=value, the first
+	// word of the script or of a command after a ';' (collect's picks
+	// the model first).
+	honeStep := regexp.MustCompile(`(?:^|;\s*)(?:[A-Z_]+=\S+\s+)*hone-[a-z]+\s`)
 	onGPU := regexp.MustCompile(`\s--device[ =]cuda(\s|$)`)
 	binaries(t, "hone-collect", "hone-score", "hone-train")
 	env := append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
@@ -594,6 +596,34 @@ func TestStoreDefaultsAgree(t *testing.T) {
 			t.Errorf("%s trains on %q by default, serve.yaml serves %q", file, wf["model-dir"], serve["--model"])
 		}
 	}
+}
+
+// round.yaml's collect samples the base model in round 1 by the name
+// base-model, which must be the one serve.yaml's hone-serve serves it as:
+// another is a 404 from hone-serve, and round 1 fails.
+func TestBaseModelNameAgrees(t *testing.T) {
+	dep := readServeDeployment(t)
+	served := ""
+	for _, c := range dep.Spec.Template.Spec.Containers {
+		for _, a := range c.Args {
+			if v, ok := strings.CutPrefix(a, "--served-model-name="); ok {
+				served = v
+			}
+		}
+	}
+	r, err := Load("round.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range r.spec().Arguments.Parameters {
+		if p.Name == "base-model" {
+			if p.Value != served || served == "" {
+				t.Errorf("round.yaml samples round 1 from %q by default, serve.yaml serves the base model as %q", p.Value, served)
+			}
+			return
+		}
+	}
+	t.Error("round.yaml has no base-model parameter")
 }
 
 // The train steps of round.yaml and cron.yaml are given the time a stop

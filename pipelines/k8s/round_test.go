@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"net/http"
@@ -237,7 +238,7 @@ func testRound(t *testing.T, st store, serveKey string) {
 	err = r.Run(rctx, Options{
 		Params: map[string]string{
 			"round": "1", "store": st.top, "query": st.query,
-			"shards": "2", "groups": "6", "group-size": "4", "policy-model": "base",
+			"shards": "2", "groups": "6", "group-size": "4",
 			"serve-url": serveURL, "model-dir": model, "reward": "formula:env - 0.25*out_of_range",
 			"score-flags":   "--scorer 'final=formula:2*formula'",
 			"collect-flags": collectFlags,
@@ -275,6 +276,9 @@ func testRound(t *testing.T, st store, serveKey string) {
 	}
 	if !strings.Contains(log.String(), "== wait-serve") {
 		t.Errorf("the wait step did not run:\n%s", log.String())
+	}
+	if serveKey != "" {
+		checkPolicyModel(t, r, st, env, serveURL)
 	}
 
 	// cron.yaml's step on the same store: the round's scored parts land
@@ -394,5 +398,72 @@ func TestRunRefusesTwoTasksOfOneName(t *testing.T) {
 	}
 	if err := r.Run(context.Background(), Options{Env: []string{"PATH=/nonexistent"}}); err == nil || !strings.Contains(err.Error(), `two tasks are named "collect"`) {
 		t.Errorf("Run: %v, want an error naming the two tasks", err)
+	}
+}
+
+// checkPolicyModel checks the model round.yaml's collect step samples from
+// with the default policy-model, after round 1 ran: round 1 sampled the
+// base model (the run had no step, and asking hone-serve for the run's
+// name was a 404 that failed collect and the round), and round 2's
+// collect step samples the run's newest step, rl@1.
+func checkPolicyModel(t *testing.T, r *Round, st store, env []string, serveURL string) {
+	t.Helper()
+	if got := sampledModels(t, st.url("rounds/1/collected/part-00000-of-00002.parquet")); len(got) != 1 || !got["base"] {
+		t.Errorf("round 1 sampled %v, want only the base model", got)
+	}
+	spec := r.spec()
+	wf := map[string]string{}
+	for _, p := range spec.Arguments.Parameters {
+		wf[p.Name] = p.Value
+	}
+	wf["round"], wf["store"], wf["query"], wf["serve-url"] = "2", st.top, st.query, serveURL
+	wf["groups"], wf["group-size"], wf["collect-flags"] = "2", "2", "--temperature 1"
+	var script string
+	for _, tp := range spec.Templates {
+		if tp.Name == "collect" && tp.Container != nil && len(tp.Container.Args) == 1 {
+			var err error
+			if script, err = fill(tp.Container.Args[0], wf, map[string]string{"shard": "0"}, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if script == "" {
+		t.Fatal("round.yaml has no collect template with one sh -c script")
+	}
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("round 2's collect step: %v\n%s", err, out)
+	}
+	if got := sampledModels(t, st.url("rounds/2/collected/part-00000-of-00004.parquet")); len(got) != 2 || !got["rl"] || !got["rl@1"] {
+		t.Errorf("round 2 sampled %v, want only the run's newest step rl, rl@1", got)
+	}
+}
+
+// sampledModels is the set of model and adapter names that answered the
+// episodes of the trajectory file at url, as hone-serve named them.
+func sampledModels(t *testing.T, url string) map[string]bool {
+	t.Helper()
+	b, err := fileset.ReadFile(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := trajectory.NewReader(url, bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	models := map[string]bool{}
+	for {
+		g, err := tr.Next(context.Background())
+		if errors.Is(err, io.EOF) {
+			return models
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", url, err)
+		}
+		for _, tj := range g.Trajectories {
+			models[tj.Model], models[tj.Adapter] = true, true
+		}
 	}
 }

@@ -5,7 +5,7 @@
 //
 //	go run ./pipelines/k8s/runlocal --bin bin -p store=s3://hone \
 //	    -p query='?endpoint=http://127.0.0.1:9000&use_path_style=true&disable_https=true&region=us-east-1' \
-//	    -p serve-url=http://127.0.0.1:8000 -p policy-model=base -p model-dir=models/tiny -p round=1 \
+//	    -p serve-url=http://127.0.0.1:8000 -p base-model=tiny -p model-dir=models/tiny -p round=1 \
 //	    -p train-device=cpu
 package main
 

@@ -22,7 +22,8 @@
 # Your job: set the environment, the scorers and the metric to evaluate.
 #   ENV            environment of hone-collect --env (default guess)
 #   ENV_OPTS       its --env-opt settings, separated by ";" (default
-#                  "n=$N;turns=$TURNS"), e.g. "cmd=python3 env.py" for stdio
+#                  "n=$N;turns=$TURNS"; N and TURNS are read only then),
+#                  e.g. "cmd=python3 env.py" for stdio
 #   WARMUP_POLICY  scripted policy imitated by the warm-up (--policy
 #                  scripted:NAME; default mix)
 #   SCORERS        hone-score --scorer specs in order, separated by ";"
@@ -70,7 +71,16 @@ SEED=${SEED:-1}
 N=${N:-32}                       # secrets in 1..N
 TURNS=${TURNS:-5}                # guesses per episode
 ENV=${ENV:-guess}
-ENV_OPTS=${ENV_OPTS-n=$N;turns=$TURNS}
+# N and TURNS reach the game only through ENV_OPTS' default: they are
+# checked (whole, below) only when it is used, so that an ENV_OPTS of its
+# own (another environment, or n= and turns= given there) is not refused
+# over an N or TURNS the run never reads.
+if [ -z "${ENV_OPTS+set}" ]; then
+	ENV_OPTS="n=$N;turns=$TURNS"
+	uses_n_turns=1
+else
+	uses_n_turns=
+fi
 WARMUP_POLICY=${WARMUP_POLICY:-mix}  # scripted play imitated by the warm-up
 MODEL=${MODEL:-}                 # a model folder to use instead of a tiny random one
 MAX_TOKENS=${MAX_TOKENS:-4}
@@ -110,8 +120,10 @@ whole() {
 	fi
 }
 whole SEED 0
-whole N 1
-whole TURNS 1
+if [ -n "$uses_n_turns" ]; then
+	whole N 1
+	whole TURNS 1
+fi
 whole MAX_TOKENS 1
 whole SFT_STEPS 0
 whole ROUNDS 1

@@ -873,6 +873,26 @@ func TestDemoRefusesBadKnobs(t *testing.T) {
 	}
 }
 
+// TestDemoNTurnsOnlyWithDefaultEnvOpts: N and TURNS reach the game only
+// through ENV_OPTS' default, so with an ENV_OPTS of its own the run goes
+// on whatever they hold; demo.sh refused N=0 or TURNS=many there, over
+// values the run never read. Without ENV_OPTS they are still checked.
+func TestDemoNTurnsOnlyWithDefaultEnvOpts(t *testing.T) {
+	ctx, root, bin := loopSetup(t)
+	stdout, stderr, err := tinyRun(ctx, t, root, "./pipelines/demo.sh", bin, "ENV_OPTS=n=8;turns=3", "N=0", "TURNS=many")
+	if err != nil || !strings.Contains(stdout, "(n=8;turns=3)") {
+		t.Errorf("demo.sh with ENV_OPTS of its own and N=0 TURNS=many: %v, want a run with n=8;turns=3\n%s%s", err, stdout, stderr)
+	}
+	for _, knob := range []string{"N=0", "TURNS=many"} {
+		out := filepath.Join(t.TempDir(), "demo")
+		stdout, stderr, err := tinyRunInto(ctx, t, root, "./pipelines/demo.sh", bin, out, knob)
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(stderr, knob) {
+			t.Errorf("demo.sh with %s and the default ENV_OPTS: %v, want exit 2 naming it\n%s%s", knob, err, stdout, stderr)
+		}
+	}
+}
+
 // TestDemoWarmupTemplateCheckedFirst: a warm-up policy whose rows the
 // model's chat template cannot lay out (the stdio example's calculator
 // policy calls a tool; the tiny model's template has no tool-call format)

@@ -542,16 +542,20 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 
 func (e *Engine) loop() {
 	defer close(e.stopped)
-	defer func() {
-		// Every sequence has ended: give the cache's and the logits' memory
-		// back to the backend.
-		e.cache.Close()
-		e.freeLogits()
-	}()
 	for {
 		select {
 		case <-e.kill:
+			if e.gaveUp() {
+				// The step came back after Shutdown gave up on it: the
+				// requests' Next already fail, and the caller was told
+				// the memory is left to the process's end. A device still
+				// wedged would hold a free for ever, and the goroutine with
+				// it, so nothing more is asked of the backend (no cache
+				// frees, no Done hooks that free adapters).
+				return
+			}
 			e.failAll(ErrClosed)
+			e.freeMemory()
 			return
 		default:
 		}
@@ -563,6 +567,7 @@ func (e *Engine) loop() {
 			closing := e.closing
 			e.mu.Unlock()
 			if idle && closing {
+				e.freeMemory()
 				return
 			}
 			select {
@@ -573,6 +578,24 @@ func (e *Engine) loop() {
 			continue
 		}
 		e.step()
+	}
+}
+
+// freeMemory gives the cache's and the logits' memory back to the backend
+// once every sequence has ended.
+func (e *Engine) freeMemory() {
+	e.cache.Close()
+	e.freeLogits()
+}
+
+// gaveUp reports whether Shutdown gave up on the engine's step
+// (ErrStepStuck).
+func (e *Engine) gaveUp() bool {
+	select {
+	case <-e.abandoned:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -803,6 +826,12 @@ func (e *Engine) step() {
 			logits, err = e.m.StepDevice(context.Background(), e.cache, in, g.ad, e.dlogits)
 		} else {
 			logits, err = e.m.StepInto(context.Background(), e.cache, in, g.ad, e.logits)
+		}
+		if e.gaveUp() {
+			// Shutdown gave up while this call was stuck: finishing its
+			// sequences would call their Done hooks and free their rows,
+			// which loop leaves alone once it gave up.
+			return
 		}
 		if err != nil {
 			e.log.Error("model step failed", "sequences", len(in), "err", err)

@@ -83,3 +83,79 @@ func TestShutdownStuckStep(t *testing.T) {
 		}
 	}
 }
+
+// wedgedBackend is a hangingBackend whose memory it hands out through
+// kernels.Allocator, and whose frees block once wedged is set until unwedge
+// is closed: a device that stays wedged after the stuck call came back.
+type wedgedBackend struct {
+	*hangingBackend
+	wedged  atomic.Bool
+	freed   atomic.Int64 // frees asked for while wedged
+	unwedge chan struct{}
+}
+
+func (g *wedgedBackend) AllocF32(n int) ([]float32, error) { return make([]float32, n), nil }
+func (g *wedgedBackend) AllocBF16(n int) ([]uint16, error) { return make([]uint16, n), nil }
+func (g *wedgedBackend) FreeF32(s []float32)               { g.free() }
+func (g *wedgedBackend) FreeBF16(s []uint16)               { g.free() }
+
+func (g *wedgedBackend) free() {
+	if g.wedged.Load() {
+		g.freed.Add(1)
+		<-g.unwedge
+	}
+}
+
+// TestStuckStepReturnsLateTouchesNothing: once Shutdown gave up on a stuck
+// step (ErrStepStuck), a step that comes back later ends the engine's
+// goroutine without calling into the backend again (no frees of the cache's
+// or the logits' memory, which a device still wedged would hold for ever)
+// and without calling the requests' Done hooks, as Shutdown's doc says.
+// Before, the loop went on to fail the requests (Done hooks) and free
+// their rows and the logits, and with a wedged free its goroutine never
+// ended.
+func TestStuckStepReturnsLateTouchesNothing(t *testing.T) {
+	be := &wedgedBackend{hangingBackend: &hangingBackend{Backend: ref.New(), release: make(chan struct{})}, unwedge: make(chan struct{})}
+	m, err := model.Load("../testdata/tiny", be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.Load("../testdata/tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { close(be.unwedge) })
+	e := New(m, Config{MaxBatch: 1, Tokenizer: tok, StopGrace: 50 * time.Millisecond})
+	be.armed.Store(true)
+	var done atomic.Int64
+	for range 2 { // one running, one queued
+		_, err := e.Submit(&Request{Ctx: context.Background(), Prompt: []int32{1, 2, 3}, N: 1,
+			Params: Params{MaxTokens: 1, Temperature: 1}, Done: func() { done.Add(1) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitfor.Until(t, 10*time.Second, "the step to be inside the backend", be.inside.Load)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := e.Shutdown(ctx); !errors.Is(err, ErrStepStuck) {
+		t.Fatalf("Shutdown: %v, want ErrStepStuck", err)
+	}
+	be.wedged.Store(true)
+	close(be.release)
+	stopped := func() bool {
+		select {
+		case <-e.stopped:
+			return true
+		default:
+			return false
+		}
+	}
+	waitfor.Until(t, 10*time.Second, "the engine's goroutine to end once the stuck step came back", stopped)
+	if n := be.freed.Load(); n != 0 {
+		t.Errorf("%d frees asked of the backend after Shutdown gave up on it, want none", n)
+	}
+	if n := done.Load(); n != 0 {
+		t.Errorf("%d Done hooks called after Shutdown gave up on the step, want none", n)
+	}
+}

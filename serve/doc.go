@@ -120,7 +120,9 @@
 // top_k, min_p and repetition_penalty (those other than transformers'
 // defaults: a top_k of 50 is not read), and its max_new_tokens is
 // max_tokens' default and cap (a request asking for more gets that many,
-// as from vLLM); the start's log names them.
+// as from vLLM); the start's log names them. --generation-config with a
+// folder's path reads them, so, from that folder's generation_config.json
+// instead (refused at start when it has none).
 //
 // vLLM's truncate_prompt_tokens k keeps the prompt's last k tokens (a text
 // prompt's, a token-id prompt's, a chat's rendered prompt's; a BOS the

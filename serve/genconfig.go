@@ -3,6 +3,8 @@ package serve
 import (
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 
 	"github.com/hone-rl/hone/format/hfconfig"
 	"github.com/hone-rl/hone/serve/engine"
@@ -19,20 +21,40 @@ type genDefaults struct {
 	maxTokens int
 }
 
+// genConfigSource is the generation_config.json that mode
+// (Options.GenerationConfig) takes the defaults from, and the name the log
+// and errors give it: the model folder's g (nil: none) for auto and vllm
+// (which reads none), or, as in vLLM, the one in the folder mode names
+// otherwise. A folder without one is an error, where vLLM quietly keeps
+// its fixed defaults: a folder named by hand that holds none is a mistake
+// the server would otherwise hide.
+func genConfigSource(mode string, g *hfconfig.GenerationConfig) (*hfconfig.GenerationConfig, string, error) {
+	if mode == "auto" || mode == "vllm" {
+		return g, "the model folder's " + hfconfig.GenerationConfigName, nil
+	}
+	path := filepath.Join(mode, hfconfig.GenerationConfigName)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("serve: --generation-config %q (auto, vllm, or a folder holding %s): %w", mode, hfconfig.GenerationConfigName, err)
+	}
+	g, err = hfconfig.ParseGenerationConfig(data)
+	if err != nil {
+		return nil, "", fmt.Errorf("serve: --generation-config: %s: %w", path, err)
+	}
+	return g, path, nil
+}
+
 // loadGenDefaults reads the defaults of mode (Options.GenerationConfig)
-// from g, the model folder's generation_config.json (nil: none), as vLLM
-// does: only the keys it reads, and only with values other than
+// from g, the generation_config.json genConfigSource found (nil: none) and
+// names src, as
+// vLLM does: only the keys it reads, and only with values other than
 // transformers' defaults (a top_k of 50 is transformers' default, not the
 // model's choice, and vLLM leaves it off). Values out of the range a
 // request may send are an error naming the key.
-func loadGenDefaults(mode string, g *hfconfig.GenerationConfig) (genDefaults, error) {
+func loadGenDefaults(mode string, g *hfconfig.GenerationConfig, src string) (genDefaults, error) {
 	var d genDefaults
-	switch mode {
-	case "vllm":
+	if mode == "vllm" {
 		return d, nil
-	case "auto":
-	default:
-		return d, fmt.Errorf("serve: --generation-config %q: want auto or vllm", mode)
 	}
 	if g == nil {
 		return d, nil
@@ -54,11 +76,11 @@ func loadGenDefaults(mode string, g *hfconfig.GenerationConfig) (genDefaults, er
 	f.Temperature, f.TopP, f.TopK, f.MinP, f.RepetitionPenalty = d.temperature, d.topP, d.topK, d.minP, d.repetitionPenalty
 	var p engine.Params
 	if err := shapeParams(&f, &p); err != nil {
-		return d, fmt.Errorf("serve: %s: %v (--generation-config vllm does not read it)", hfconfig.GenerationConfigName, err)
+		return d, fmt.Errorf("serve: %s: %v (--generation-config vllm does not read it)", src, err)
 	}
 	if g.MaxNewTokens != nil {
 		if *g.MaxNewTokens < 1 {
-			return d, fmt.Errorf("serve: %s: max_new_tokens must be at least 1, got %d (--generation-config vllm does not read it)", hfconfig.GenerationConfigName, *g.MaxNewTokens)
+			return d, fmt.Errorf("serve: %s: max_new_tokens must be at least 1, got %d (--generation-config vllm does not read it)", src, *g.MaxNewTokens)
 		}
 		d.maxTokens = *g.MaxNewTokens
 	}

@@ -47,7 +47,8 @@ type Options struct {
 	// defaults of a request that leaves them out (temperature 1, no top_p,
 	// top_k, min_p or repetition penalty, --max-tokens); "auto" (vLLM's
 	// own default) takes them from the model folder's
-	// generation_config.json. Rollouts for RL sample the model itself:
+	// generation_config.json, and any other value is a folder whose
+	// generation_config.json they come from instead. Rollouts for RL sample the model itself:
 	// an instruct model's recommended top_k 20 and repetition penalty
 	// would sample another policy than the one the trainer's ratios
 	// compare against, without a word in the client's request.
@@ -80,7 +81,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"reuse KV cache rows across requests: a prompt that begins with the tokens of a finished or running request (same model or adapter step) starts from its rows, so a multi-turn conversation prefills only its new turn and requests sharing a prompt prefill it once. Rows of finished requests stay within --kv-cache-bytes and give way to new requests, least recently used first")
 	enable.NoOptDefVal = "true"
 	fs.BoolVar(&o.DisablePrefixCaching, "no-enable-prefix-caching", false, "turn prefix caching off (the same as --enable-prefix-caching=false)")
-	fs.StringVar(&o.GenerationConfig, "generation-config", "vllm", "where the sampling defaults of a request that leaves them out come from, as vLLM's flag: vllm (the default, as ART starts vLLM: rollouts sample the model itself) keeps the fixed defaults (temperature 1, top_p 1, no top_k, min_p or repetition penalty, max_tokens from --max-tokens); auto (vLLM's own default) takes temperature, top_p, top_k, min_p, repetition_penalty and max_new_tokens (then also a cap of max_tokens) from the model folder's generation_config.json, where it sets them")
+	fs.StringVar(&o.GenerationConfig, "generation-config", "vllm", "where the sampling defaults of a request that leaves them out come from, as vLLM's flag: vllm (the default, as ART starts vLLM: rollouts sample the model itself) keeps the fixed defaults (temperature 1, top_p 1, no top_k, min_p or repetition penalty, max_tokens from --max-tokens); auto (vLLM's own default) takes temperature, top_p, top_k, min_p, repetition_penalty and max_new_tokens (then also a cap of max_tokens) from the model folder's generation_config.json, where it sets them; a folder path takes them from that folder's generation_config.json instead")
 	fs.IntVar(&o.MaxAdapters, "max-adapters", 2, "adapter steps kept loaded per run: the one <run>/latest names and the most recently current others (addressable as <run>@<step>)")
 	fs.IntVar(&o.MaxTokens, "max-tokens", 4096, "cap and default of max_tokens / max_completion_tokens (the default also within the context and what --kv-cache-bytes holds for the request's n choices)")
 	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", 8<<20, "largest request body accepted (413 beyond)")

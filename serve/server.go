@@ -94,14 +94,19 @@ func NewServer(o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
-	gen, err := loadGenDefaults(o.GenerationConfig, f.Config.Generation)
+	gcfg, gsrc, err := genConfigSource(o.GenerationConfig, f.Config.Generation)
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	gen, err := loadGenDefaults(o.GenerationConfig, gcfg, gsrc)
 	if err != nil {
 		_ = f.Close()
 		return nil, err
 	}
 	if attrs := gen.logAttrs(); len(attrs) > 0 {
 		// vLLM's warning, so that a change of sampling is not a surprise.
-		o.Log.Warn("default sampling parameters have been overridden by the model's generation_config.json, as the model's creator recommends; if this is not intended, restart hone-serve with --generation-config vllm", attrs...)
+		o.Log.Warn("default sampling parameters have been overridden by "+gsrc+"; if this is not intended, restart hone-serve with --generation-config vllm", attrs...)
 	}
 	m, err := model.FromFolder(f, be, dt)
 	_ = f.Close() // the model holds its own copy of the weights: unmap them now

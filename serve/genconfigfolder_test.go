@@ -1,0 +1,57 @@
+package serve
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/internal/waitfor"
+)
+
+// TestGenerationConfigFolder: as vLLM's --generation-config <folder>, the
+// sampling defaults come from that folder's generation_config.json (read
+// as --generation-config auto reads the model folder's), not the model's;
+// before, any value other than auto or vllm was refused at start. A
+// folder without generation_config.json is refused naming it, where vLLM
+// would quietly keep its fixed defaults: a path given by hand that holds
+// nothing is most likely a mistake.
+func TestGenerationConfigFolder(t *testing.T) {
+	gdir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(gdir, "generation_config.json"), []byte(`{"do_sample":true,"temperature":0.0,"max_new_tokens":3}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logs waitfor.Buffer
+	ts := startServer(t, Options{Model: tinyDir(t), GenerationConfig: gdir, MaxTokens: 16, Log: slog.New(slog.NewTextHandler(&logs, nil))}, nil)
+	status, out := ts.post(t, "/v1/completions", `{"model":"`+ts.s.name+`","prompt":"hi","n":3,"seed":3,"ignore_eos":true,"return_token_ids":true,"max_tokens":10}`)
+	if status != http.StatusOK {
+		t.Fatalf("%d %s", status, out)
+	}
+	var a struct {
+		Choices []struct {
+			TokenIDs []int32 `json:"token_ids"`
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &a); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range a.Choices {
+		if len(c.TokenIDs) != 3 || !slices.Equal(c.TokenIDs, a.Choices[0].TokenIDs) {
+			t.Errorf("choice %d: %v; want the 3 tokens (max_new_tokens) of greedy decoding (temperature 0), as choice 0's %v", i, c.TokenIDs, a.Choices[0].TokenIDs)
+		}
+	}
+	if !strings.Contains(logs.String(), gdir) || !strings.Contains(logs.String(), "temperature=0") {
+		t.Errorf("the start's log does not name the folder whose defaults it took:\n%s", logs.String())
+	}
+	backend := ts.s.o.Backend
+	ts.close(t)
+	empty := t.TempDir()
+	if _, err := NewServer(Options{Model: tinyDir(t), GenerationConfig: empty, Backend: backend}); err == nil ||
+		!strings.Contains(err.Error(), "--generation-config") || !strings.Contains(err.Error(), filepath.Join(empty, "generation_config.json")) {
+		t.Errorf("--generation-config naming a folder without generation_config.json: %v, want an error naming the flag and the file", err)
+	}
+}

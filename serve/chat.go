@@ -375,7 +375,7 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 		if err != nil {
 			return err
 		}
-		promptLPs = s.promptLogprobList(prompt, sc, plk, req.ReturnTokensAsTokenIDs)
+		promptLPs = s.promptLogprobList(prompt, sc, plk)
 	}
 	ereq := &engine.Request{Prompt: prompt, N: n, Params: p, Constraint: cons}
 	held.handTo(ereq)

@@ -209,7 +209,7 @@ func (s *Server) completionsRun(w http.ResponseWriter, r *http.Request, req *com
 			ch.PromptTokenIDs = prompt
 		}
 		if wantPL {
-			ch.PromptLogprobs = s.promptLogprobList(prompt, sc, plk, req.ReturnTokensAsTokenIDs)
+			ch.PromptLogprobs = s.promptLogprobList(prompt, sc, plk)
 		}
 		resp.Choices = append(resp.Choices, ch)
 	}

@@ -12,7 +12,8 @@
 // top_logprobs keys, text_offset then counting those strings in a whole
 // answer and the text in a stream, as vLLM does; Hone's text_offset counts
 // bytes where vLLM's Python len counts characters, which differ for
-// non-ASCII text),
+// non-ASCII text; prompt_logprobs' decoded_token stays the token's text,
+// as vLLM's does),
 // streaming with stream_options.include_usage), POST /v1/completions
 // (prompt text or token ids; echo gives a text prompt back as sent, without
 // the BOS token the tokenizer may add, as vLLM does; echo with logprobs

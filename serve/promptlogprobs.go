@@ -4,7 +4,6 @@ import (
 	"context"
 	"strconv"
 
-	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/serve/engine"
 )
 
@@ -88,14 +87,13 @@ func trimTops(tops [][]engine.TokenLogprob, n int) [][]engine.TokenLogprob {
 
 // promptLogprobList is vLLM's prompt_logprobs of prompt from its scoring:
 // null for the first token, then a map from token id to logprob, rank and
-// text holding the prompt's token and the k best (ranks 1 to k). With
-// asIDs (return_tokens_as_token_ids) each text is "token_id:<id>".
-func (s *Server) promptLogprobList(prompt []int32, sc promptScore, k int, asIDs bool) []map[string]promptLogprob {
+// text holding the prompt's token and the k best (ranks 1 to k). The text
+// is the token's whatever return_tokens_as_token_ids says: vLLM writes
+// "token_id:<id>" in the logprobs field only, and passes the engine's
+// prompt logprobs, decoded one token at a time, through as they are.
+func (s *Server) promptLogprobList(prompt []int32, sc promptScore, k int) []map[string]promptLogprob {
 	out := make([]map[string]promptLogprob, len(prompt))
 	text := func(id int32) string {
-		if asIDs {
-			return trajectory.LogprobTokenName(id)
-		}
 		t, _ := s.tokenString(id)
 		return t
 	}

@@ -427,6 +427,18 @@ const (
 // constraint's (its mask left no token). Counted in /metrics by code;
 // logged once per model and code, since a diverged adapter fails every
 // request that uses it.
+//
+// vLLM has no defined answer for a row its masks empty (allowed_token_ids
+// with bad_words, min_tokens or a structured output leaving no token after
+// some drawn ones): its sampler's argmax over an all -inf (or NaN) row
+// picks token 0, which goes out as if sampled, outside the allowlist
+// (vllm-project/vllm#57986, open). An error is the clear answer here: the
+// tokens so far are no complete output (finish "stop" would say they
+// were, and a response_format document would not parse), and a 4xx would
+// say the request's fields alone are at fault, where the tokens drawn (or
+// the model's -Inf logits) had a part; only a first token that the
+// request's fields leave none is knowable ahead, and that one is the 400
+// of firstTokenLeft.
 func (s *Server) noCandidate(err error, model string) error {
 	var nc *engine.NoCandidateError
 	if !errors.As(err, &nc) {

@@ -123,3 +123,97 @@ func TestRecordedChatTemplateKwargs(t *testing.T) {
 		}
 	}
 }
+
+// TestResumeWithRecordedKwargsFlag: on rows that all record their chat
+// template kwargs, --chat-template-kwargs lays out no row (each is laid
+// out under its record, and a flag that differs is refused), so a resume
+// that adds the flag with the rows' value, or drops it, trains what the
+// run trained. It was refused as a changed option ("run has it unset,
+// command gives ..."). On rows that record none the flag is what lays them
+// out, and a resume that adds it is still refused.
+func TestResumeWithRecordedKwargsFlag(t *testing.T) {
+	dir := t.TempDir()
+	md := scoredFixture(t, dir, filepath.Join(dir, "s"), "a")
+	rec := filepath.Join(dir, "in", "rec.parquet")
+	plain := filepath.Join(dir, "in", "plain.parquet")
+	writeKwargsRows(t, rec, `{"prefix":"P"}`, `{"prefix":"P"}`)
+	writeKwargsRows(t, plain, "", "")
+	out := filepath.Join(dir, "adapters")
+	flag := []string{"--chat-template-kwargs", `{"prefix": "P"}`}
+	for _, job := range []string{"sft", "grpo"} {
+		for _, c := range []struct {
+			name        string
+			in          string
+			first, then []string
+			want        int
+		}{
+			{"add", rec, nil, flag, 0},
+			{"drop", rec, flag, nil, 0},
+			{"add-unrecorded", plain, nil, flag, cli.ExitUsage},
+		} {
+			run := job + "-" + c.name
+			train := func(steps string, extra []string, more ...string) (int, string) {
+				args := []string{job, "--model", md, "--run", run, "--out", out, "--rank", "2", "--threads", "1", "--steps", steps}
+				if job == "sft" {
+					args = append(args, "--batch-size", "1")
+				} else {
+					args = append(args, "--groups-per-step", "1")
+				}
+				args = append(append(args, extra...), more...)
+				return runMain(t, append(args, c.in)...)
+			}
+			if code, msg := train("1", c.first); code != 0 {
+				t.Fatalf("%s: first call: exit %d\n%s", run, code, msg)
+			}
+			code, msg := train("2", c.then, "--resume")
+			if code != c.want {
+				t.Errorf("%s: resume: exit %d, want %d\n%s", run, code, c.want, msg)
+			}
+			if c.want != 0 {
+				if !strings.Contains(msg, `option "chat_template_kwargs" differs`) {
+					t.Errorf("%s: refused without naming the option:\n%s", run, msg)
+				}
+				continue
+			}
+			if n := len(stepMetrics(t, filepath.Join(out, run))); n != 2 {
+				t.Errorf("%s: %d steps after the resume, want 2", run, n)
+			}
+		}
+	}
+}
+
+// TestKwargsFlagKeptOverIdleSession: a grpo session on rows that all
+// record their kwargs may leave --chat-template-kwargs out (it lays out
+// none of them), and the run keeps its value: a later session on rows
+// that record none, given the run's flag again, continues. The idle
+// session's steps saved the command's (no flag), so that later session
+// was refused as a changed option, and one without the flag would have
+// laid its rows out under other kwargs than the run's first.
+func TestKwargsFlagKeptOverIdleSession(t *testing.T) {
+	dir := t.TempDir()
+	md := scoredFixture(t, dir, filepath.Join(dir, "s"), "a")
+	first := filepath.Join(dir, "in", "first.parquet")
+	rec := filepath.Join(dir, "in", "rec.parquet")
+	third := filepath.Join(dir, "in", "third.parquet")
+	writeKwargsRows(t, first, "", "")
+	writeKwargsRows(t, rec, `{"prefix":"P"}`, `{"prefix":"P"}`)
+	writeKwargsRows(t, third, "", "")
+	out := filepath.Join(dir, "adapters")
+	flag := []string{"--chat-template-kwargs", `{"prefix":"P"}`}
+	train := func(in string, extra ...string) (int, string) {
+		args := []string{"grpo", "--model", md, "--run", "r", "--out", out, "--rank", "2", "--threads", "1", "--steps", "1", "--resume"}
+		return runMain(t, append(append(args, extra...), in)...)
+	}
+	if code, msg := train(first, flag...); code != 0 {
+		t.Fatalf("first session: exit %d\n%s", code, msg)
+	}
+	if code, msg := train(rec); code != 0 {
+		t.Fatalf("session on recorded rows without the flag: exit %d\n%s", code, msg)
+	}
+	if code, msg := train(third, flag...); code != 0 {
+		t.Errorf("later session on unrecorded rows with the run's flag: exit %d, want 0\n%s", code, msg)
+	}
+	if n := len(stepMetrics(t, filepath.Join(out, "r"))); n != 3 {
+		t.Errorf("%d steps, want 3", n)
+	}
+}

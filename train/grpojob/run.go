@@ -184,7 +184,8 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return stageerr.Input(err) // the first reading of the inputs, as the load's
 	}
-	gs, err := loadInputs(ctx, base, o, o.Inputs)
+	rk := &trainer.RowKwargs{Flag: o.TemplateKwargs}
+	gs, err := loadInputs(ctx, base, o, o.Inputs, rk)
 	if err != nil {
 		return err
 	}
@@ -192,7 +193,9 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	// New input files on --resume start a new session of the run (runFiles).
-	o.MayChange = []string{"inputs"}
+	// --chat-template-kwargs may change where it lays out no row
+	// (RowKwargs.MayChange).
+	o.MayChange = rk.MayChange([]string{"inputs"})
 	prep, err := trainer.Setup(ctx, base, &o.Options, o, o.Resuming(), log)
 	if err != nil {
 		return err
@@ -201,10 +204,11 @@ func Run(ctx context.Context, o Options) error {
 	return runFiles(ctx, prep, o, gs, files, log)
 }
 
-// loadInputs reads and lays out the groups of an input set; one without
+// loadInputs reads and lays out the groups of an input set, each row
+// under the chat template kwargs rk resolves; one without
 // a single group is bad input, and so is one with a sequence past the
 // model's context (trainer.Lengths).
-func loadInputs(ctx context.Context, base *trainer.Base, o Options, in *fileset.Set) ([]group, error) {
+func loadInputs(ctx context.Context, base *trainer.Base, o Options, in *fileset.Set, rk *trainer.RowKwargs) ([]group, error) {
 	kw, _ := o.Kwargs()
 	lens, err := o.SeqLengths(base)
 	if err != nil {
@@ -214,7 +218,7 @@ func loadInputs(ctx context.Context, base *trainer.Base, o Options, in *fileset.
 		lens.Budget = 0 // its micro-batches are the packed rows, not --token-budget
 	}
 	var held trainer.HeldOut
-	gs, err := loadGroups(ctx, base.Text, in, layout.Options{Kwargs: kw}, &trainer.RowKwargs{Flag: o.TemplateKwargs}, o.AllowNoLogprobs, lens, &held)
+	gs, err := loadGroups(ctx, base.Text, in, layout.Options{Kwargs: kw}, rk, o.AllowNoLogprobs, lens, &held)
 	if err != nil {
 		return nil, err
 	}

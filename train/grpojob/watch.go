@@ -81,7 +81,9 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 	// manifest: fixed (and so changed), it is then read as a new file. This
 	// is the one decoding of the files; the session's length below comes
 	// from the groups it returns.
-	gs, err := loadInputs(ctx, base, o, fileset.Held(files, held))
+	// Setup compared --chat-template-kwargs before these rows were read:
+	// it stays compared whatever they record.
+	gs, err := loadInputs(ctx, base, o, fileset.Held(files, held), &trainer.RowKwargs{Flag: o.TemplateKwargs})
 	if errors.Is(err, trainer.ErrAllHeldOut) && sess.EndStep < 0 {
 		// Eval episodes written into the watched folder: not bad files,
 		// and refusing them would fail every call until a file of train

@@ -120,7 +120,8 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	data, err := Load(ctx, base.Text, o.Inputs, o.Turns, o.MinReward, layout.Options{Kwargs: kw}, &trainer.RowKwargs{Flag: o.TemplateKwargs}, lens)
+	rk := &trainer.RowKwargs{Flag: o.TemplateKwargs}
+	data, err := Load(ctx, base.Text, o.Inputs, o.Turns, o.MinReward, layout.Options{Kwargs: kw}, rk, lens)
 	if err != nil {
 		return err
 	}
@@ -149,6 +150,7 @@ func Run(ctx context.Context, o Options) error {
 	for _, f := range files {
 		o.InputsSHA256 = append(o.InputsSHA256, f.SHA256)
 	}
+	o.MayChange = rk.MayChange(o.MayChange)
 	prep, err := trainer.Setup(ctx, base, &o.Options, o, o.Resuming(), log)
 	if err != nil {
 		return err

@@ -127,7 +127,8 @@ func samePaths(a, b any) bool {
 // inputs_sha256), so a resume on the same files lays every row out as
 // before and only the flag, which lays out the rows without a record, can
 // change a row's prompt. Other files are other data, each row under its
-// own record again.
+// own record again. Where every row read records its own, the flag lays
+// out none, and the job lets a resume change it (RowKwargs.MayChange).
 const kwargsKey = "chat_template_kwargs"
 
 // sameJSONText reports whether a and b are strings holding equal JSON

@@ -34,7 +34,8 @@
 // records (trajectory.MetadataKeyChatTemplateKwargs), else under
 // --chat-template-kwargs; rows that record different kwargs train
 // together, each under its own, and a flag that differs from a row's
-// record is a usage error.
+// record is a usage error. Where every row records its own, the flag lays
+// out none, so a resume may add or drop it (RowKwargs.MayChange).
 //
 // Determinism: a step depends only on the restored state and its step
 // number, and every reduction runs in a fixed order, so a run resumed from

@@ -1,6 +1,8 @@
 package trainer
 
 import (
+	"slices"
+
 	"github.com/hone-rl/hone/format/layout"
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/internal/stageerr"
@@ -26,6 +28,23 @@ type RowKwargs struct {
 
 	flagText   string // Flag's canonical JSON, once parsed
 	flagParsed bool
+	// recorded and unrecorded count the rows laid out under their own
+	// record and under the flag (MayChange).
+	recorded, unrecorded int
+}
+
+// MayChange is mayChange with the config key of --chat-template-kwargs
+// added when the flag laid out none of the rows read (each recorded its
+// own, which a flag that differs is refused against, and at least one was
+// read): on those rows a resume that adds the flag, drops it or gives
+// another spelling trains what the run trained, so it is not refused as a
+// changed option, and the run keeps its saved value (keepIdleKwargs).
+// When the flag lays out any row it stays compared.
+func (k *RowKwargs) MayChange(mayChange []string) []string {
+	if k == nil || k.recorded == 0 || k.unrecorded > 0 {
+		return mayChange
+	}
+	return append(slices.Clone(mayChange), kwargsKey)
 }
 
 // Options is lopt for trajectory t, named row in messages: with the
@@ -40,6 +59,9 @@ func (k *RowKwargs) Options(row string, t *trajectory.Trajectory, lopt layout.Op
 	}
 	if recorded {
 		lopt.Kwargs = kw
+		k.recorded++
+	} else {
+		k.unrecorded++
 	}
 	return lopt, nil
 }

@@ -544,6 +544,7 @@ func Setup(ctx context.Context, base *Base, o *Options, config any, resume Resum
 		if err := refuseChanges(run, last, saved, now, o.MayChange); err != nil {
 			return nil, err
 		}
+		keepIdleKwargs(saved, o)
 		prep.Ad, prep.Opt, prep.State, err = Restore(run, last, m, o.AdamWParams(), o.MaxGradNorm)
 		if err != nil {
 			return nil, err
@@ -633,6 +634,23 @@ func refuseChanges(run *checkpoint.Run, last int, saved, now []byte, mayChange [
 	}
 	return stageerr.Usagef("resume %s: %s (saved in %s); a resumed run keeps its options: only %s may change",
 		run.Dir, strings.Join(diff, "; "), filepath.Join(run.StepDir(last), checkpoint.ConfigName), may)
+}
+
+// keepIdleKwargs gives o the run's --chat-template-kwargs from its saved
+// config where the command's laid out no row (o.MayChange names it:
+// RowKwargs.MayChange), so that the steps it saves keep the run's value
+// and a later call on rows that record none is compared with that, not
+// with what a call that changed nothing happened to give.
+func keepIdleKwargs(saved []byte, o *Options) {
+	if !slices.Contains(o.MayChange, kwargsKey) {
+		return
+	}
+	var c struct {
+		Kwargs string `json:"chat_template_kwargs"`
+	}
+	if json.Unmarshal(saved, &c) == nil {
+		o.TemplateKwargs = c.Kwargs
+	}
 }
 
 // savedCrossEpochs is the StepsCrossEpochs of a run's saved config: its

@@ -34,8 +34,8 @@ rows alone, or with a group of both held-out rows and rows to train, are
 refused (exit code 2). The loss is the mean negative log-likelihood over the
 step's assistant tokens. Checkpoints, --resume, metrics and the stop on a
 NaN or Inf loss, gradient or weights work as in grpo; --resume takes the
-run's own files (their names, and their contents by sha256: a file
-regenerated under the same name is refused). A step folder can seed GRPO
+run's own files, known by their contents' sha256 (under another path too,
+the folder moved; a file regenerated under the same name is refused). A step folder can seed GRPO
 with hone-train grpo --init-adapter OUT/RUN/step-N.`,
 		Example: `  hone-train sft --model models/tiny --run warmup --epochs 3 --lr 1e-3 data/scripted.jsonl
   hone-train sft --model models/tiny --run best --min-reward 1 --turns last scored/`,

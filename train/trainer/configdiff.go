@@ -25,7 +25,8 @@ import (
 // config without "dtype" was saved before the flag existed, with float32
 // weights; one without a key of addedLater was saved before that key
 // existed, and the key is not compared. The paths of pathKeys compare by
-// the files they name, not their spelling (samePaths),
+// the files they name, not their spelling (samePaths); "inputs", where
+// both configs record equal inputs_sha256, by those contents alone;
 // --chat-template-kwargs by its JSON value (sameJSONText) and --targets
 // by the modules it names (sameTargets). Configs that are not JSON objects
 // differ as a whole.
@@ -41,6 +42,12 @@ func configDiff(saved, now []byte, mayChange ...string) []string {
 		if _, ok := x[k]; !ok {
 			delete(y, k)
 		}
+	}
+	// Inputs known by their contents (sft's inputs_sha256) are the same
+	// inputs under other paths (the data folder moved, or mounted
+	// elsewhere), as grpo takes a session's files by sha256.
+	if sum, ok := x[inputsSHAKey]; ok && reflect.DeepEqual(sum, y[inputsSHAKey]) {
+		x["inputs"] = y["inputs"]
 	}
 	for _, k := range pathKeys {
 		if samePaths(x[k], y[k]) {
@@ -69,7 +76,10 @@ func configDiff(saved, now []byte, mayChange ...string) []string {
 // addedLater are the config keys that runs saved before them lack:
 // sft's inputs_sha256 (the inputs' contents, compared on a resume since
 // Dec 2026).
-var addedLater = []string{"inputs_sha256"}
+var addedLater = []string{inputsSHAKey}
+
+// inputsSHAKey is the config key of sft's inputs' sha256, in order.
+const inputsSHAKey = "inputs_sha256"
 
 // pathKeys are the config keys that hold local paths as the command
 // spelled them: "./m", "m/" and "m" name one folder, and so does its

@@ -54,3 +54,50 @@ func TestCosineWarmupPastHorizonWarns(t *testing.T) {
 		}
 	}
 }
+
+// TestCosinePastScheduleStepsWarns runs hone-train grpo as a process with
+// --lr-schedule cosine and a --schedule-steps horizon that the call trains
+// past (steps, or with --norm art optimizer updates, one per packed row,
+// which a user counting steps undercounts): the updates past it train at
+// --min-lr, by default 0, so they change nothing. The run trained them
+// and exited 0 without a word; now one warning names the first step past
+// the horizon, --schedule-steps and --min-lr. A horizon the call does not
+// pass, or the default one, is not warned about.
+func TestCosinePastScheduleStepsWarns(t *testing.T) {
+	dir := t.TempDir()
+	md := scoredFixture(t, dir, filepath.Join(dir, "s"), "a")
+	in := filepath.Join(dir, "s", "a.parquet")
+	for i, tc := range []struct {
+		extra []string
+		want  []string // in the one warning; none: no warning
+	}{
+		{[]string{"--steps", "3", "--schedule-steps", "2"}, []string{"step 3", "--schedule-steps 2", "--min-lr 0"}},
+		{[]string{"--steps", "3", "--schedule-steps", "1", "--norm", "art", "--min-lr", "1e-6"}, []string{"update 2", "--schedule-steps 1", "--min-lr 1e-06"}},
+		{[]string{"--steps", "2", "--schedule-steps", "2"}, nil},
+		{[]string{"--steps", "3"}, nil},
+		{[]string{"--steps", "3", "--norm", "art"}, nil},
+	} {
+		args := append([]string{"grpo", "--model", md, "--run", "r" + string(rune('a'+i)), "--out", filepath.Join(dir, "adapters"),
+			"--rank", "2", "--threads", "1", "--groups-per-step", "1", "--lr-schedule", "cosine"}, tc.extra...)
+		code, text := runMain(t, append(args, in)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d\n%s", tc.extra, code, text)
+		}
+		w := warnLines(text, "horizon")
+		if tc.want == nil {
+			if len(w) != 0 {
+				t.Errorf("%v: warned %q, want no warning", tc.extra, w)
+			}
+			continue
+		}
+		if len(w) != 1 {
+			t.Errorf("%v: warnings %q, want one that the run is past the horizon\n%s", tc.extra, w, text)
+			continue
+		}
+		for _, s := range tc.want {
+			if !strings.Contains(w[0], s) {
+				t.Errorf("%v: warning %q does not say %q", tc.extra, w[0], s)
+			}
+		}
+	}
+}

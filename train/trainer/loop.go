@@ -44,6 +44,8 @@ type Loop struct {
 	// steps done). It must depend only on s and the run's inputs, so that a
 	// resumed run repeats exactly what an uninterrupted one would do.
 	Next func(ctx context.Context, s int) (*Job, error)
+
+	pastHorizon bool // warned that the schedule is past its horizon (warnPastHorizon)
 }
 
 // Run trains steps from (steps already done) up to to. A step whose loss,

@@ -82,10 +82,12 @@ func (l *Loop) train(ctx context.Context, job *Job, s int) (sums map[string]floa
 		if loss := got["loss"]; !isFinite(loss) {
 			return nil, 0, 0, 0, &notFinite{what: "loss", detail: fmt.Sprint(loss)}
 		}
-		lrk := l.Sched.At(s)
+		at, unit := s, "step"
 		if job.PerMicroBatch {
-			lrk = l.Sched.At(l.Opt.Step)
+			at, unit = l.Opt.Step, "update"
 		}
+		lrk := l.Sched.At(at)
+		l.warnPastHorizon(at, unit)
 		if job.LRScale != nil {
 			lrk *= job.LRScale[k]
 		}
@@ -172,4 +174,21 @@ func gather(x []float32, pos []int) []float32 {
 		out[i] = x[p]
 	}
 	return out
+}
+
+// warnPastHorizon warns, once a call, when the cosine schedule reads
+// index at (0-based; a step, or with unit "update" an optimizer update)
+// at or past its horizon: from there it trains at --min-lr, by default 0,
+// which changes nothing. Only a --schedule-steps below what the call
+// trains to gets there (the default horizon is the call's last step or,
+// with grpo --norm art, its counted updates), and with --norm art a
+// horizon given in steps, not updates, does so early; silent, the run
+// spent its remaining steps and exited 0.
+func (l *Loop) warnPastHorizon(at int, unit string) {
+	if l.pastHorizon || l.Sched.Kind != "cosine" || at < l.Sched.Total {
+		return
+	}
+	l.pastHorizon = true
+	l.log().Warn(fmt.Sprintf("--lr-schedule cosine: %s %d is past the horizon of %d (--schedule-steps %d; optimizer updates with grpo --norm art): it and the rest of this call train at --min-lr %v; give --schedule-steps the run's planned %ss",
+		unit, at+1, l.Sched.Total, l.Sched.Total, l.Sched.MinLR, unit))
 }

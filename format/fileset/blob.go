@@ -158,9 +158,11 @@ func (n blobName) open(ctx context.Context, name string) (*blob.Bucket, error) {
 	return b, nil
 }
 
-// blobErr makes err name the URL, and makes an absent object match
-// fs.ErrNotExist and a refused one fs.ErrPermission, as local files do.
+// blobErr makes err name the URL as a message shows it (DisplayName: no
+// bucket query), and makes an absent object match fs.ErrNotExist and a
+// refused one fs.ErrPermission, as local files do.
 func blobErr(name string, err error) error {
+	name = DisplayName(name)
 	switch gcerrors.Code(err) {
 	case gcerrors.NotFound:
 		return fmt.Errorf("%s: %w (%w)", name, fs.ErrNotExist, err)
@@ -178,7 +180,7 @@ func blobErr(name string, err error) error {
 func objectErr(ctx context.Context, b *blob.Bucket, name string, n blobName, err error) error {
 	if gcerrors.Code(err) == gcerrors.NotFound {
 		if ok, aerr := b.IsAccessible(ctx); aerr == nil && !ok {
-			return fmt.Errorf("%s: %w", name, &noBucketError{bucket: n.prefix, err: err})
+			return fmt.Errorf("%s: %w", DisplayName(name), &noBucketError{bucket: n.prefix, err: err})
 		}
 	}
 	return blobErr(name, err)
@@ -208,7 +210,7 @@ func (e *noBucketError) Is(target error) bool {
 // listErr is blobErr for the error of a listing in n's bucket.
 func listErr(name string, n blobName, err error) error {
 	if gcerrors.Code(err) == gcerrors.NotFound {
-		return fmt.Errorf("%s: %w", name, &noBucketError{bucket: n.prefix, err: err})
+		return fmt.Errorf("%s: %w", DisplayName(name), &noBucketError{bucket: n.prefix, err: err})
 	}
 	return blobErr(name, err)
 }
@@ -433,7 +435,7 @@ func (r *blobReader) WillRead(off, n int64) {
 
 func (r *blobReader) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
-		return 0, fmt.Errorf("%s: read at negative offset %d", r.name, off)
+		return 0, fmt.Errorf("%s: read at negative offset %d", DisplayName(r.name), off)
 	}
 	if off >= r.size {
 		return 0, io.EOF
@@ -556,7 +558,7 @@ func (r *blobReader) fetch(p []byte, off int64) error {
 	for try := 0; try <= bodyRetries; try++ {
 		if try > 0 {
 			if err := sleep(r.ctx, time.Duration(50<<try)*time.Millisecond); err != nil {
-				return fmt.Errorf("%s: %w", r.name, err)
+				return fmt.Errorf("%s: %w", DisplayName(r.name), err)
 			}
 		}
 		rd, err := r.b.NewRangeReader(r.ctx, r.key, off+int64(got), int64(len(p)-got), nil)
@@ -567,7 +569,7 @@ func (r *blobReader) fetch(p []byte, off int64) error {
 			// Its bytes now are another object's: mixed with those read
 			// before, they would be neither.
 			rd.Close()
-			return fmt.Errorf("%s: %w since it was %s (%d bytes then, %d now); open it again", r.name, errChanged, r.since, r.size, rd.Size())
+			return fmt.Errorf("%s: %w since it was %s (%d bytes then, %d now); open it again", DisplayName(r.name), errChanged, r.since, r.size, rd.Size())
 		}
 		k, err := io.ReadFull(rd, p[got:])
 		rd.Close()
@@ -576,11 +578,11 @@ func (r *blobReader) fetch(p []byte, off int64) error {
 			return nil
 		}
 		if r.ctx.Err() != nil {
-			return fmt.Errorf("%s: %w", r.name, r.ctx.Err())
+			return fmt.Errorf("%s: %w", DisplayName(r.name), r.ctx.Err())
 		}
 		last = err
 	}
-	return fmt.Errorf("%s: read bytes %d-%d: the connection broke %d times, last: %w", r.name, off, off+int64(len(p))-1, bodyRetries+1, last)
+	return fmt.Errorf("%s: read bytes %d-%d: the connection broke %d times, last: %w", DisplayName(r.name), off, off+int64(len(p))-1, bodyRetries+1, last)
 }
 
 func (r *blobReader) Close() error { return r.release() }
@@ -621,7 +623,7 @@ func (s blobStore) Create(ctx context.Context, name string) (Output, error) {
 	}
 	f, err := os.CreateTemp("", ".hone-upload.tmp-*")
 	if err != nil {
-		return nil, fmt.Errorf("create output %q: %w", name, err)
+		return nil, fmt.Errorf("create output %q: %w", DisplayName(name), err)
 	}
 	// The staged bytes are read back only through f, so its name goes at
 	// once: a writer killed with SIGKILL (the OOM killer, a lost node)
@@ -662,12 +664,12 @@ func (o *blobOutput) Name() string { return o.name }
 
 func (o *blobOutput) Commit() error {
 	if o.done {
-		return fmt.Errorf("output %q: already closed", o.name)
+		return fmt.Errorf("output %q: already closed", DisplayName(o.name))
 	}
 	o.done = true
 	defer o.discard()
 	if _, err := o.f.Seek(0, io.SeekStart); err != nil {
-		return fmt.Errorf("write output %q: %w", o.name, err)
+		return fmt.Errorf("write output %q: %w", DisplayName(o.name), err)
 	}
 	if err := o.upload(); err != nil {
 		return fmt.Errorf("write output %w", err)

@@ -615,8 +615,8 @@ func TestS3ObjectReplacedWhileRead(t *testing.T) {
 	defer f.Close()
 	s3.set(func(f *faultyS3) { f.onGet = replace })
 	p := make([]byte, f.Size)
-	if n, err := f.ReadAt(p, 0); err == nil || !strings.Contains(err.Error(), name) {
-		t.Errorf("a read of an object replaced since Open gave %q, %v; want an error naming %s", p[:n], err, name)
+	if n, err := f.ReadAt(p, 0); err == nil || !strings.Contains(err.Error(), DisplayName(name)) {
+		t.Errorf("a read of an object replaced since Open gave %q, %v; want an error naming %s", p[:n], err, DisplayName(name))
 	}
 }
 
@@ -1099,4 +1099,44 @@ func TestS3ListedObjectReplaced(t *testing.T) {
 	if b, err := set2.ReadFile(ctx, 0); err != nil || string(b) != "newer bytes" {
 		t.Errorf("ReadFile of an object replaced since its listing: %q, %v; want the new contents", b, err)
 	}
+}
+
+// Errors about an object name it as the user does, without the bucket
+// query (endpoint=…&use_path_style=…): a write to a missing bucket, a
+// write after Commit, a read of an object replaced since it was opened,
+// a missing object. They printed the whole URL, query and all.
+func TestS3ErrorsNameObjectWithoutQuery(t *testing.T) {
+	s3 := newFaultyS3(t, "bkt")
+	ctx := context.Background()
+	check := func(what string, err error, want string) {
+		t.Helper()
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "endpoint=") {
+			t.Errorf("%s: %v; want an error naming %s without the bucket query", what, err, want)
+		}
+	}
+	check("WriteFile to a missing bucket", WriteFile(ctx, s3.url("nobkt", "d/x.parquet"), []byte("x")), "s3://nobkt/d/x.parquet")
+
+	out, err := Create(ctx, s3.url("bkt", "d/y.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = out.Write([]byte("late"))
+	check("Write after Commit", err, "s3://bkt/d/y.parquet")
+	check("Commit twice", out.Commit(), "s3://bkt/d/y.parquet")
+
+	_, err = Open(ctx, s3.url("bkt", "d/none.parquet"))
+	check("Open of a missing object", err, "s3://bkt/d/none.parquet")
+
+	putObject(t, s3.url("bkt", "d/z.parquet"), []byte("first"))
+	f, err := Open(ctx, s3.url("bkt", "d/z.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	putObject(t, s3.url("bkt", "d/z.parquet"), []byte("second, longer"))
+	_, err = f.ReadAt(make([]byte, 2), 0)
+	check("read of a replaced object", err, "s3://bkt/d/z.parquet")
 }

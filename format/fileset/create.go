@@ -152,7 +152,8 @@ func (o *streamOutput) Write(p []byte) (int, error) {
 
 // writeErr makes a failed write, sync or rename name the output as given:
 // the file's own name is the temporary file's, which the user never
-// wrote, or the device a symlink leads to (/dev/full).
+// wrote, or the device a symlink leads to (/dev/full). An object's is
+// shown without its bucket query (DisplayName).
 func writeErr(name string, err error) error {
 	var pe *fs.PathError
 	var le *os.LinkError
@@ -161,7 +162,7 @@ func writeErr(name string, err error) error {
 	} else if errors.As(err, &le) {
 		err = le.Err
 	}
-	return fmt.Errorf("write output %q: %w", name, err)
+	return fmt.Errorf("write output %q: %w", DisplayName(name), err)
 }
 
 func (o *streamOutput) Name() string { return o.name }

@@ -183,7 +183,7 @@ func readOnce(ctx context.Context, c *buckets, name string) ([]byte, error) {
 	defer f.Close()
 	b := make([]byte, f.Size)
 	if _, err := f.ReadAt(b, 0); err != nil && f.Size > 0 {
-		return nil, fmt.Errorf("read %s: %w", name, err)
+		return nil, fmt.Errorf("read %s: %w", DisplayName(name), err)
 	}
 	return b, nil
 }
@@ -206,7 +206,7 @@ func writeIn(ctx context.Context, c *buckets, name string, data []byte) error {
 	}
 	defer out.Abort()
 	if _, err := out.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
+		return fmt.Errorf("write %s: %w", DisplayName(name), err)
 	}
 	return out.Commit()
 }

@@ -347,7 +347,7 @@ func statIn(ctx context.Context, c *buckets, name string) (FileInfo, error) {
 		if errors.As(err, &pe) && pe.Path == name {
 			return FileInfo{}, err // os.Stat's error names the file already
 		}
-		return FileInfo{}, fmt.Errorf("stat %s: %w", name, err)
+		return FileInfo{}, fmt.Errorf("stat %s: %w", DisplayName(name), err)
 	}
 	return fi, nil
 }
@@ -399,7 +399,7 @@ func openIn(ctx context.Context, c *buckets, name string) (*File, error) {
 		if errors.As(err, &pe) && pe.Path == name {
 			return nil, err // os.Open's error names the file already
 		}
-		return nil, fmt.Errorf("open %s: %w", name, err)
+		return nil, fmt.Errorf("open %s: %w", DisplayName(name), err)
 	}
 	return f, nil
 }

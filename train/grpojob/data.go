@@ -212,7 +212,9 @@ func listRows(rows []string) string {
 // rowCounter names the file and row (0-based, as the trajectory package
 // numbers them) of each trajectory a Reader returns: it reads the files in
 // order and a group's rows in order, so the n-th trajectory is the n-th
-// row of the input set.
+// row of the input set. An object is named without its bucket query
+// (fileset.DisplayName), which would print the store's address for
+// every row a message lists.
 type rowCounter struct {
 	files []trajectory.FileInfo
 	file  int
@@ -227,7 +229,7 @@ func (c *rowCounter) next() string {
 		return "a row past the footers' counts"
 	}
 	c.row++
-	return fmt.Sprintf("%s row %d", c.files[c.file].Path, c.row-1)
+	return fmt.Sprintf("%s row %d", fileset.DisplayName(c.files[c.file].Path), c.row-1)
 }
 
 // missingLogprobs reports whether a trainable token of e has no sampling

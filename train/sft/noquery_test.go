@@ -61,3 +61,47 @@ func TestNothingToTrainNamesObjectWithoutQuery(t *testing.T) {
 		t.Errorf("run on an object with nothing to train: %v; want bad input naming s3://bkt/in/round1.parquet without its query", err)
 	}
 }
+
+// TestMixedSplitsNamesObjectRowWithoutQuery: a group that mixes held-out
+// and trained rows is bad input naming each row as "FILE row N", FILE as
+// the user names the object, without the query that opens its bucket
+// (endpoint=…&use_path_style=…): it printed the store's address for
+// every row listed.
+func TestMixedSplitsNamesObjectRowWithoutQuery(t *testing.T) {
+	dir, md, _ := setup(t)
+	be := s3mem.New()
+	if err := be.CreateBucket("bkt"); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gofakes3.New(be).Server())
+	t.Cleanup(srv.Close)
+	aws := t.TempDir()
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(aws, "config"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(aws, "credentials"))
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	ctx := context.Background()
+	name := "s3://bkt/in/round1.parquet?endpoint=" + srv.URL + "&use_path_style=true&disable_https=true&region=us-east-1"
+	msgs := []trajectory.Message{{Role: "user", Content: "q"}, {Role: "assistant", Content: "a"}}
+	gs := []trajectory.Group{{ID: "g", Trajectories: []trajectory.Trajectory{
+		{ID: "t0", Messages: msgs},
+		{ID: "t1", Split: trajectory.SplitVal, Messages: msgs},
+	}}}
+	if err := trajectory.WriteFile(ctx, name, gs, trajectory.WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cb, err := cpu.New(cpu.Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cb.Close()
+	var o Options
+	o.AddFlags(pflag.NewFlagSet("t", pflag.ContinueOnError))
+	o.Model, o.Out, o.Name, o.Inputs = md, dir, "r", fileset.Files(name)
+	o.Rank, o.Steps, o.BatchSize, o.Backend = 4, 1, 2, cb
+	err = Run(ctx, o)
+	if !errors.Is(err, stageerr.ErrBadInput) || !strings.Contains(err.Error(), "s3://bkt/in/round1.parquet row 1") || strings.Contains(err.Error(), "endpoint=") {
+		t.Errorf("run on an object whose group mixes splits: %v; want bad input naming s3://bkt/in/round1.parquet row 1 without its query", err)
+	}
+}

@@ -258,6 +258,9 @@ func readConversations(ctx context.Context, in *fileset.Set, i int) (gs []trajec
 // trajectory.SourceLine.Name), else "FILE row N (group G, trajectory T)";
 // and, for the message on a group of mixed splits, which names the group
 // itself, the same without the group in a Parquet file.
+// Load passes file as messages show it (fileset.DisplayName): an
+// object's bucket query named no row and printed the store's address for
+// each.
 func trajectoryNames(file string, gs []trajectory.Group, lines [][]trajectory.SourceLine) (names, inGroup [][]string) {
 	row := 0
 	for gi, g := range gs {
@@ -329,7 +332,7 @@ func Load(ctx context.Context, text *layout.Model, in *fileset.Set, turns string
 			d.Complete = false
 		}
 		groups = append(groups, gs...)
-		n, ing := trajectoryNames(in.Name(i), gs, lines)
+		n, ing := trajectoryNames(fileset.DisplayName(in.Name(i)), gs, lines)
 		names, inGroup = append(names, n...), append(inGroup, ing...)
 	}
 	var mixed []string

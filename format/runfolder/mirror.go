@@ -156,7 +156,7 @@ func publishSteps(ctx context.Context, localRun, remoteRun string, from, to int)
 		// pruned before it was read is not published (as one pruned before
 		// this call), never published in part.
 		dir := filepath.Join(localRun, s.Name)
-		files, err := readFiles(ctx, dir, nil)
+		files, _, err := readFiles(ctx, dir, nil)
 		if errors.Is(err, fs.ErrNotExist) {
 			if _, serr := os.Stat(dir); errors.Is(serr, fs.ErrNotExist) {
 				continue
@@ -188,7 +188,7 @@ const runFileReads = 3
 // was for as long as the trainer outpaced the upload.
 func readRunFiles(ctx context.Context, localRun, remoteRun string, last Step, done *[]int) ([]namedFile, Step, error) {
 	for i := 1; ; i++ {
-		files, err := readFiles(ctx, localRun, func(name string) bool { return name == LatestName || name == "lock" })
+		files, _, err := readFiles(ctx, localRun, func(name string) bool { return name == LatestName || name == "lock" })
 		if err != nil {
 			return nil, last, fmt.Errorf("publish %s: %w", localRun, err)
 		}
@@ -334,18 +334,15 @@ func pullStep(ctx context.Context, src, dst string, skip func(string) bool) erro
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	files, err := readFiles(ctx, src, skip)
+	files, listed, err := readFiles(ctx, src, skip)
 	if err != nil {
 		return err
 	}
-	if len(files) == 0 {
+	if listed == 0 {
 		// An object store lists a pruned step's prefix as empty, not as
-		// missing: that is no step to copy.
-		if names, err := fileset.List(ctx, src, ""); err != nil {
-			return err
-		} else if len(names) == 0 {
-			return fmt.Errorf("%s holds no file: %w", src, fs.ErrNotExist)
-		}
+		// missing: that is no step to copy. The one listing says so;
+		// files skipped all are a step still.
+		return fmt.Errorf("%s holds no file: %w", src, fs.ErrNotExist)
 	}
 	if err := writeFiles(ctx, files, tmp); err != nil {
 		return err
@@ -360,7 +357,7 @@ func pullStep(ctx context.Context, src, dst string, skip func(string) bool) erro
 // starting with ".", not named by skip) into the folder dst, each
 // atomically; all are read before the first is written (readFiles).
 func copyFiles(ctx context.Context, src, dst string, skip func(string) bool) error {
-	files, err := readFiles(ctx, src, skip)
+	files, _, err := readFiles(ctx, src, skip)
 	if err != nil {
 		return err
 	}
@@ -381,10 +378,11 @@ type namedFile struct {
 // starting with ".", not named by skip), all of them. They are read as a
 // listed set (fileset.ListSet), over one bucket whose listing gave each
 // object's size: one GET an object, not a HEAD before it as well.
-func readFiles(ctx context.Context, src string, skip func(string) bool) ([]namedFile, error) {
+// listed is how many files the listing held, skipped ones included.
+func readFiles(ctx context.Context, src string, skip func(string) bool) (files []namedFile, listed int, err error) {
 	set, err := fileset.ListSet(ctx, src, "")
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer set.Close()
 	var out []namedFile
@@ -395,11 +393,11 @@ func readFiles(ctx context.Context, src string, skip func(string) bool) ([]named
 		}
 		b, err := set.ReadFile(ctx, i)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		out = append(out, namedFile{base, b})
 	}
-	return out, nil
+	return out, set.Len(), nil
 }
 
 // writeFiles writes files into the folder dst, each atomically.

@@ -56,3 +56,42 @@ func TestPullListedStepFilesSkipHead(t *testing.T) {
 		t.Errorf("pulling a step of %d listed files made %d HEAD and %d GET requests for them, want 0 HEAD and %d GET", len(files), counts[http.MethodHead], counts[http.MethodGet], len(files))
 	}
 }
+
+// Pull lists a step's folder once when Skip leaves out every file in it:
+// before, finding nothing to copy, it listed the folder again to tell a
+// pruned step (an empty prefix) from one whose files were all skipped,
+// though the first listing had said so already.
+func TestPullAllSkippedStepListsOnce(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	train := filepath.Join(dir, "train", "r")
+	writeStepFiles(t, train, 1, "adapter_config.json", "optimizer.safetensors")
+	if err := WritePointer(train, LatestName, 1); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	lists := 0
+	url := hookedS3Full(t, "bkt", func(string, string) {}, func(r *http.Request) {
+		if r.Method == http.MethodGet && strings.Trim(r.URL.Path, "/") == "bkt" && strings.HasSuffix(r.URL.Query().Get("prefix"), "/"+StepName(1)+"/") {
+			mu.Lock()
+			lists++
+			mu.Unlock()
+		}
+	})
+	store := url("adapters/r")
+	if got, err := Publish(ctx, train, store); err != nil || len(got) != 1 {
+		t.Fatalf("publish: %v, %v", got, err)
+	}
+	mu.Lock()
+	lists = 0
+	mu.Unlock()
+	serve := filepath.Join(dir, "serve", "r")
+	if got, err := Pull(ctx, store, serve, PullOptions{Skip: func(string) bool { return true }}); err != nil || len(got) != 1 {
+		t.Fatalf("pull: %v, %v", got, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if lists != 1 {
+		t.Errorf("pulling a step whose every file is skipped listed its folder %d times, want 1", lists)
+	}
+}

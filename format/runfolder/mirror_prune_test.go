@@ -33,6 +33,13 @@ func hookedS3(t *testing.T, bucket string, onPut func(path string)) (url func(ke
 // of every request.
 func hookedS3Requests(t *testing.T, bucket string, onRequest func(method, path string)) (url func(key string) string) {
 	t.Helper()
+	return hookedS3Full(t, bucket, onRequest, nil)
+}
+
+// hookedS3Full is hookedS3Requests also calling onQuery (if not nil) with
+// each whole request, whose query a listing's prefix is in.
+func hookedS3Full(t *testing.T, bucket string, onRequest func(method, path string), onQuery func(*http.Request)) (url func(key string) string) {
+	t.Helper()
 	be := s3mem.New()
 	if err := be.CreateBucket(bucket); err != nil {
 		t.Fatal(err)
@@ -40,6 +47,9 @@ func hookedS3Requests(t *testing.T, bucket string, onRequest func(method, path s
 	h := gofakes3.New(be).Server()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		onRequest(r.Method, r.URL.Path)
+		if onQuery != nil {
+			onQuery(r)
+		}
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)

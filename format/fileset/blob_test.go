@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -19,19 +18,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/driver"
 	_ "gocloud.dev/blob/s3blob"
 	"gocloud.dev/gcerrors"
+
+	"github.com/hone-rl/hone/format/fileset/s3test"
 )
 
 // faultyS3 is an S3 server (gofakes3) over real HTTP, in front of which
 // faults can be set: requests answered 503, response bodies cut off.
 // It counts the object reads and the bytes they sent.
 type faultyS3 struct {
-	srv *httptest.Server
+	srv *s3test.Server
 
 	mu        sync.Mutex
 	fail      int           // the next fail requests of method failOn are answered 503
@@ -50,16 +49,16 @@ type faultyS3 struct {
 
 func newFaultyS3(t *testing.T, buckets ...string) *faultyS3 {
 	t.Helper()
-	be := s3mem.New()
-	for _, b := range buckets {
-		if err := be.CreateBucket(b); err != nil {
-			t.Fatal(err)
-		}
-	}
 	f := &faultyS3{}
 	f.idle.L = &f.mu
-	h := gofakes3.New(be).Server()
-	f.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	f.srv = s3test.Start(t, s3test.Options{Buckets: buckets, Wrap: f.wrap, ConnState: f.connState})
+	t.Setenv("AWS_MAX_ATTEMPTS", "2") // the client retries once, so the 503 case is quick
+	return f
+}
+
+// wrap serves the fake h with the faults set, counting what it serves.
+func (f *faultyS3) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.inFlight++
 		f.requests++
@@ -110,32 +109,20 @@ func newFaultyS3(t *testing.T, buckets ...string) *faultyS3 {
 		}
 		cw := &countingWriter{ResponseWriter: w, f: f, cut: cut}
 		h.ServeHTTP(cw, r)
-	}))
-	f.srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
-		if st == http.StateNew {
-			f.mu.Lock()
-			f.conns++
-			f.mu.Unlock()
-		}
+	})
+}
+
+// connState counts the TCP connections accepted.
+func (f *faultyS3) connState(_ net.Conn, st http.ConnState) {
+	if st == http.StateNew {
+		f.mu.Lock()
+		f.conns++
+		f.mu.Unlock()
 	}
-	f.srv.Start()
-	t.Cleanup(f.srv.Close)
-	// The AWS SDK signs requests: give it keys (the fake takes any), and
-	// keep it off this machine's own AWS configuration.
-	dir := t.TempDir()
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "config"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "credentials"))
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	t.Setenv("AWS_MAX_ATTEMPTS", "2") // the client retries once, so the 503 case is quick
-	return f
 }
 
 // url names key in bucket on this server.
-func (f *faultyS3) url(bucket, key string) string {
-	return "s3://" + bucket + "/" + key + "?endpoint=" + f.srv.URL + "&use_path_style=true&disable_https=true&region=us-east-1"
-}
+func (f *faultyS3) url(bucket, key string) string { return f.srv.URL(bucket, key) }
 
 func (f *faultyS3) set(fn func(f *faultyS3)) {
 	f.mu.Lock()

@@ -16,7 +16,7 @@ import (
 func TestS3KeysWithEmptyElement(t *testing.T) {
 	s := newFaultyS3(t, "bkt")
 	ctx := context.Background()
-	b, err := blob.OpenBucket(ctx, "s3://bkt?endpoint="+s.srv.URL+"&use_path_style=true&disable_https=true&region=us-east-1")
+	b, err := blob.OpenBucket(ctx, "s3://bkt"+s.srv.Query())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package runfolder
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,11 +10,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
-
 	"github.com/hone-rl/hone/format/fileset"
 	_ "github.com/hone-rl/hone/format/fileset/blobdrivers"
+	"github.com/hone-rl/hone/format/fileset/s3test"
 )
 
 // hookedS3 is an S3 server (gofakes3 over real HTTP) that calls onPut
@@ -40,28 +37,16 @@ func hookedS3Requests(t *testing.T, bucket string, onRequest func(method, path s
 // each whole request, whose query a listing's prefix is in.
 func hookedS3Full(t *testing.T, bucket string, onRequest func(method, path string), onQuery func(*http.Request)) (url func(key string) string) {
 	t.Helper()
-	be := s3mem.New()
-	if err := be.CreateBucket(bucket); err != nil {
-		t.Fatal(err)
-	}
-	h := gofakes3.New(be).Server()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		onRequest(r.Method, r.URL.Path)
-		if onQuery != nil {
-			onQuery(r)
-		}
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	dir := t.TempDir()
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "config"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "credentials"))
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	return func(key string) string {
-		return "s3://" + bucket + "/" + key + "?endpoint=" + srv.URL + "&use_path_style=true&disable_https=true&region=us-east-1"
-	}
+	srv := s3test.Start(t, s3test.Options{Buckets: []string{bucket}, Wrap: func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			onRequest(r.Method, r.URL.Path)
+			if onQuery != nil {
+				onQuery(r)
+			}
+			h.ServeHTTP(w, r)
+		})
+	}})
+	return func(key string) string { return srv.URL(bucket, key) }
 }
 
 // hone-train publishes while it trains, and --keep-last prunes a step

@@ -4,17 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
-
 	"github.com/hone-rl/hone/format/fileset"
+	"github.com/hone-rl/hone/format/fileset/s3test"
 )
 
 // TestReadIDsReadsFilesAtOnce: ReadIDs read one file after another, and
@@ -25,45 +21,35 @@ import (
 // time, the files are never read, and ReadIDs ends at the test's
 // deadline. The ids still come in the set's order.
 func TestReadIDsReadsFilesAtOnce(t *testing.T) {
-	be := s3mem.New()
-	if err := be.CreateBucket("bkt"); err != nil {
-		t.Fatal(err)
-	}
 	const together = 4
 	var mu sync.Mutex
 	waiting := 0
 	open := make(chan struct{}) // closed once together requests waited at once
-	h := gofakes3.New(be).Server()
 	gate := false
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		gated := gate && strings.Count(strings.Trim(r.URL.Path, "/"), "/") >= 1 // an object, not the bucket's listing
-		if gated {
-			if waiting++; waiting == together {
-				close(open)
+	s3 := s3test.Start(t, s3test.Options{Buckets: []string{"bkt"}, Wrap: func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			gated := gate && strings.Count(strings.Trim(r.URL.Path, "/"), "/") >= 1 // an object, not the bucket's listing
+			if gated {
+				if waiting++; waiting == together {
+					close(open)
+				}
 			}
-		}
-		mu.Unlock()
-		if gated {
-			select {
-			case <-open:
-			case <-r.Context().Done():
-				return
+			mu.Unlock()
+			if gated {
+				select {
+				case <-open:
+				case <-r.Context().Done():
+					return
+				}
 			}
-		}
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	dir := t.TempDir()
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "config"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "credentials"))
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+			h.ServeHTTP(w, r)
+		})
+	}})
 	var names, want []string
 	for i := range 12 {
 		gid := fmt.Sprintf("g%02d", i)
-		name := "s3://bkt/ids/" + gid + ".parquet?endpoint=" + srv.URL + "&use_path_style=true&disable_https=true&region=us-east-1"
+		name := s3.URL("bkt", "ids/"+gid+".parquet")
 		g := Group{ID: gid, Trajectories: []Trajectory{{Run: "r", GroupID: gid, ID: gid + "-t", Env: "e",
 			Messages: []Message{{Role: "user", Content: "question"}, {Role: "assistant", Content: "answer"}}}}}
 		if err := WriteFile(context.Background(), name, []Group{g}, WriterOptions{}); err != nil {

@@ -6,24 +6,21 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"github.com/parquet-go/parquet-go"
 	_ "gocloud.dev/blob/s3blob"
 
 	"github.com/hone-rl/hone/format/fileset"
+	"github.com/hone-rl/hone/format/fileset/s3test"
 )
 
 // countingS3 is an S3 server (gofakes3) over real HTTP that counts the
 // object reads (GETs of a key) and the body bytes they sent.
 type countingS3 struct {
-	srv *httptest.Server
+	srv *s3test.Server
 
 	mu       sync.Mutex
 	gets     int
@@ -34,14 +31,15 @@ type countingS3 struct {
 
 func newCountingS3(t *testing.T) *countingS3 {
 	t.Helper()
-	be := s3mem.New()
-	if err := be.CreateBucket("bkt"); err != nil {
-		t.Fatal(err)
-	}
 	c := &countingS3{}
 	c.idle.L = &c.mu
-	h := gofakes3.New(be).Server()
-	c.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	c.srv = s3test.Start(t, s3test.Options{Buckets: []string{"bkt"}, Wrap: c.wrap})
+	return c
+}
+
+// wrap serves the fake h, counting the object reads and their bytes.
+func (c *countingS3) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.mu.Lock()
 		c.inFlight++
 		c.mu.Unlock()
@@ -59,15 +57,7 @@ func newCountingS3(t *testing.T) *countingS3 {
 			w = &countedBody{ResponseWriter: w, c: c}
 		}
 		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(c.srv.Close)
-	dir := t.TempDir()
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "config"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "credentials"))
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	return c
+	})
 }
 
 type countedBody struct {
@@ -84,7 +74,7 @@ func (b *countedBody) Write(p []byte) (int, error) {
 }
 
 func (c *countingS3) url(key string) string {
-	return "s3://bkt/" + key + "?endpoint=" + c.srv.URL + "&use_path_style=true&disable_https=true&region=us-east-1"
+	return c.srv.URL("bkt", key)
 }
 
 // since returns the object reads and bytes since the last call, once no

@@ -3,7 +3,6 @@ package checkpoint
 import (
 	"context"
 	"errors"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,10 +12,9 @@ import (
 
 	"github.com/hone-rl/hone/format/fileset"
 	_ "github.com/hone-rl/hone/format/fileset/blobdrivers"
+	"github.com/hone-rl/hone/format/fileset/s3test"
 	"github.com/hone-rl/hone/format/peft"
 	"github.com/hone-rl/hone/format/runfolder"
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 )
 
 func adapter() *peft.Adapter {
@@ -283,20 +281,9 @@ func TestSameStat(t *testing.T) {
 // its bucket (endpoint=…&use_path_style=…): a folder's listed objects
 // carry it, and it said nothing of which object changed.
 func TestCheckUnchangedNamesObjectWithoutQuery(t *testing.T) {
-	be := s3mem.New()
-	if err := be.CreateBucket("bkt"); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(gofakes3.New(be).Server())
-	t.Cleanup(srv.Close)
-	aws := t.TempDir()
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(aws, "config"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(aws, "credentials"))
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	srv := s3test.Start(t, s3test.Options{Buckets: []string{"bkt"}})
 	ctx := context.Background()
-	name := "s3://bkt/in/round1.parquet?endpoint=" + srv.URL + "&use_path_style=true&disable_https=true&region=us-east-1"
+	name := srv.URL("bkt", "in/round1.parquet")
 	if err := fileset.WriteFile(ctx, name, []byte("one")); err != nil {
 		t.Fatal(err)
 	}

@@ -6,17 +6,16 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	_ "github.com/hone-rl/hone/format/fileset/blobdrivers"
+	"github.com/hone-rl/hone/format/fileset/s3test"
 	"github.com/hone-rl/hone/train/checkpoint"
 )
 
@@ -45,10 +44,7 @@ func TestWatchTrainsTheBytesItHashed(t *testing.T) {
 	}
 
 	const bucket, key = "bkt", "incoming/round1.parquet"
-	be := s3mem.New()
-	if err := be.CreateBucket(bucket); err != nil {
-		t.Fatal(err)
-	}
+	var be *s3mem.Backend // the server's, set before it serves a request
 	var mu sync.Mutex
 	read, replaced := false, false
 	replace := func() {
@@ -57,31 +53,26 @@ func TestWatchTrainsTheBytesItHashed(t *testing.T) {
 		}
 		replaced = true
 	}
-	h := gofakes3.New(be).Server()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ours := strings.HasSuffix(r.URL.Path, "/"+key)
-		if ours {
-			mu.Lock()
-			if read && !replaced {
-				replace()
+	srv := s3test.Start(t, s3test.Options{Buckets: []string{bucket}, Wrap: func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ours := strings.HasSuffix(r.URL.Path, "/"+key)
+			if ours {
+				mu.Lock()
+				if read && !replaced {
+					replace()
+				}
+				mu.Unlock()
 			}
-			mu.Unlock()
-		}
-		h.ServeHTTP(w, r)
-		if ours && r.Method == http.MethodGet {
-			mu.Lock()
-			read = true
-			mu.Unlock()
-		}
-	}))
-	t.Cleanup(srv.Close)
-	aws := t.TempDir()
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(aws, "config"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(aws, "credentials"))
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	query := "?endpoint=" + srv.URL + "&use_path_style=true&disable_https=true&region=us-east-1"
+			h.ServeHTTP(w, r)
+			if ours && r.Method == http.MethodGet {
+				mu.Lock()
+				read = true
+				mu.Unlock()
+			}
+		})
+	}})
+	be = srv.Backend
+	query := srv.Query()
 	if _, err := be.PutObject(bucket, key, map[string]string{}, bytes.NewReader(oldB), int64(len(oldB)), nil); err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	_ "github.com/hone-rl/hone/format/fileset/blobdrivers"
+	"github.com/hone-rl/hone/format/fileset/s3test"
 	"github.com/hone-rl/hone/train/checkpoint"
 )
 
@@ -41,33 +40,24 @@ var objectsModified = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 func startObjectGets(t testing.TB, bucket string) *objectGets {
 	t.Helper()
-	s := &objectGets{be: s3mem.New(), counts: map[string]int{}}
-	if err := s.be.CreateBucket(bucket); err != nil {
-		t.Fatal(err)
-	}
-	h := gofakes3.New(s.be).Server()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if key, ok := strings.CutPrefix(r.URL.Path, "/"+bucket+"/incoming/"); ok && key != "" && r.Method == http.MethodGet {
+	s := &objectGets{counts: map[string]int{}}
+	srv := s3test.Start(t, s3test.Options{Buckets: []string{bucket}, Wrap: func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if key, ok := strings.CutPrefix(r.URL.Path, "/"+bucket+"/incoming/"); ok && key != "" && r.Method == http.MethodGet {
+				s.mu.Lock()
+				s.counts[key]++
+				s.mu.Unlock()
+			}
 			s.mu.Lock()
-			s.counts[key]++
+			before := s.before
 			s.mu.Unlock()
-		}
-		s.mu.Lock()
-		before := s.before
-		s.mu.Unlock()
-		if before != nil {
-			before(r)
-		}
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	aws := t.TempDir()
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(aws, "config"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(aws, "credentials"))
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	s.query = "?endpoint=" + srv.URL + "&use_path_style=true&disable_https=true&region=us-east-1"
+			if before != nil {
+				before(r)
+			}
+			h.ServeHTTP(w, r)
+		})
+	}})
+	s.be, s.query = srv.Backend, srv.Query()
 	return s
 }
 

@@ -3,16 +3,12 @@ package sft
 import (
 	"context"
 	"errors"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
-
 	"github.com/hone-rl/hone/format/fileset"
 	_ "github.com/hone-rl/hone/format/fileset/blobdrivers"
+	"github.com/hone-rl/hone/format/fileset/s3test"
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/internal/stageerr"
 	"github.com/hone-rl/hone/kernels/cpu"
@@ -26,20 +22,9 @@ import (
 // message. The object is in a real S3 protocol server (gofakes3).
 func TestNothingToTrainNamesObjectWithoutQuery(t *testing.T) {
 	dir, md, _ := setup(t)
-	be := s3mem.New()
-	if err := be.CreateBucket("bkt"); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(gofakes3.New(be).Server())
-	t.Cleanup(srv.Close)
-	aws := t.TempDir()
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(aws, "config"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(aws, "credentials"))
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	srv := s3test.Start(t, s3test.Options{Buckets: []string{"bkt"}})
 	ctx := context.Background()
-	name := "s3://bkt/in/round1.parquet?endpoint=" + srv.URL + "&use_path_style=true&disable_https=true&region=us-east-1"
+	name := srv.URL("bkt", "in/round1.parquet")
 	// Its one conversation errored: nothing is left to train.
 	gs := []trajectory.Group{{ID: "g", Trajectories: []trajectory.Trajectory{{ID: "t", Error: "env failed", Messages: []trajectory.Message{
 		{Role: "user", Content: "q"}, {Role: "assistant", Content: "a"},
@@ -69,20 +54,9 @@ func TestNothingToTrainNamesObjectWithoutQuery(t *testing.T) {
 // every row listed.
 func TestMixedSplitsNamesObjectRowWithoutQuery(t *testing.T) {
 	dir, md, _ := setup(t)
-	be := s3mem.New()
-	if err := be.CreateBucket("bkt"); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(gofakes3.New(be).Server())
-	t.Cleanup(srv.Close)
-	aws := t.TempDir()
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(aws, "config"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(aws, "credentials"))
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	srv := s3test.Start(t, s3test.Options{Buckets: []string{"bkt"}})
 	ctx := context.Background()
-	name := "s3://bkt/in/round1.parquet?endpoint=" + srv.URL + "&use_path_style=true&disable_https=true&region=us-east-1"
+	name := srv.URL("bkt", "in/round1.parquet")
 	msgs := []trajectory.Message{{Role: "user", Content: "q"}, {Role: "assistant", Content: "a"}}
 	gs := []trajectory.Group{{ID: "g", Trajectories: []trajectory.Trajectory{
 		{ID: "t0", Messages: msgs},

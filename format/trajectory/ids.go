@@ -127,7 +127,7 @@ func fileIDs(name string, pf *parquet.File, each func(RowIDs) error) error {
 		leaf, ok := pf.Schema().Lookup(c)
 		if !ok {
 			// checkColumns refused a file without it already.
-			return badInput(name, -1, "", c, fmt.Errorf("trajectory: %s: no column %s", name, c))
+			return badInput(name, -1, "", c, fmt.Errorf("trajectory: %s: no column %s", fileset.DisplayName(name), c))
 		}
 		cols[j] = leaf.ColumnIndex
 	}
@@ -141,11 +141,11 @@ func fileIDs(name string, pf *parquet.File, each func(RowIDs) error) error {
 				return err
 			})
 			if err != nil {
-				return badInput(name, row, "", "", fmt.Errorf("trajectory: %s: row group %d, column %s: %w", name, rgi, names[j], err))
+				return badInput(name, row, "", "", fmt.Errorf("trajectory: %s: row group %d, column %s: %w", fileset.DisplayName(name), rgi, names[j], err))
 			}
 		}
 		if len(ids[0]) != len(ids[1]) || int64(len(ids[0])) != rg.NumRows() {
-			return badInput(name, row, "", "", fmt.Errorf("trajectory: %s: row group %d: %d rows, %d group ids, %d trajectory ids", name, rgi, rg.NumRows(), len(ids[0]), len(ids[1])))
+			return badInput(name, row, "", "", fmt.Errorf("trajectory: %s: row group %d: %d rows, %d group ids, %d trajectory ids", fileset.DisplayName(name), rgi, rg.NumRows(), len(ids[0]), len(ids[1])))
 		}
 		for k := range ids[0] {
 			if err := each(RowIDs{File: name, Row: row, GroupID: ids[0][k], TrajectoryID: ids[1][k]}); err != nil {

@@ -81,6 +81,12 @@ type source struct {
 	open func(ctx context.Context) (io.ReaderAt, int64, io.Closer, error)
 }
 
+// show is the file's name as messages give it: an object without its
+// bucket query (fileset.DisplayName), which names no file and put the
+// store's address in every bad-input error. InputError.File keeps the
+// name as the set has it.
+func (s *source) show() string { return fileset.DisplayName(s.name) }
+
 type openedFile struct {
 	pf     *parquet.File
 	ra     io.ReaderAt
@@ -207,7 +213,7 @@ func openChecked(ctx context.Context, src *source) (*openedFile, FileInfo, error
 	info := FileInfo{Path: src.name}
 	ra, size, closer, err := src.open(ctx)
 	if err != nil {
-		return nil, info, badInput(src.name, -1, "", "", fmt.Errorf("trajectory: open %s: %w", src.name, err)) // a missing file is bad input, a refused one is not
+		return nil, info, badInput(src.name, -1, "", "", fmt.Errorf("trajectory: open %s: %w", src.show(), err)) // a missing file is bad input, a refused one is not
 	}
 	info.Size = size
 	var pf *parquet.File
@@ -224,7 +230,7 @@ func openChecked(ctx context.Context, src *source) (*openedFile, FileInfo, error
 	}
 	if err != nil {
 		closer.Close()
-		return nil, info, badInput(src.name, -1, "", "", fmt.Errorf("trajectory: %s: not a readable trajectory file: %w", src.name, err))
+		return nil, info, badInput(src.name, -1, "", "", fmt.Errorf("trajectory: %s: not a readable trajectory file: %w", src.show(), err))
 	}
 	md := pf.Metadata()
 	info.Rows = md.NumRows
@@ -238,17 +244,17 @@ func openChecked(ctx context.Context, src *source) (*openedFile, FileInfo, error
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
 			closer.Close()
-			return nil, info, badInput(src.name, -1, "", "", fmt.Errorf("trajectory: %s: metadata %s=%q is not a schema version", src.name, MetadataKeySchemaVersion, v))
+			return nil, info, badInput(src.name, -1, "", "", fmt.Errorf("trajectory: %s: metadata %s=%q is not a schema version", src.show(), MetadataKeySchemaVersion, v))
 		}
 		if n > SchemaVersion {
 			closer.Close()
-			return nil, info, badInput(src.name, -1, "", "", fmt.Errorf("trajectory: %s: written with schema version %d, this build reads up to %d; upgrade hone", src.name, n, SchemaVersion))
+			return nil, info, badInput(src.name, -1, "", "", fmt.Errorf("trajectory: %s: written with schema version %d, this build reads up to %d; upgrade hone", src.show(), n, SchemaVersion))
 		}
 		info.SchemaVersion = n
 	}
 	if err := checkColumns(pf.Schema()); err != nil {
 		closer.Close()
-		return nil, info, badInput(src.name, -1, "", "", fmt.Errorf("trajectory: %s: %w", src.name, err))
+		return nil, info, badInput(src.name, -1, "", "", fmt.Errorf("trajectory: %s: %w", src.show(), err))
 	}
 	return &openedFile{pf: pf, ra: ra, closer: closer}, info, nil
 }
@@ -389,7 +395,7 @@ func (r *Reader) Next(ctx context.Context) (Group, error) {
 			name := r.srcs[next.loc.file].name
 			var fe *fieldError
 			errors.As(err, &fe)
-			r.err = badInput(name, next.loc.row, g.ID, fe.field, fmt.Errorf("trajectory: %s: row %d (group %q, trajectory %q): %w", name, next.loc.row, g.ID, next.t.ID, err))
+			r.err = badInput(name, next.loc.row, g.ID, fe.field, fmt.Errorf("trajectory: %s: row %d (group %q, trajectory %q): %w", fileset.DisplayName(name), next.loc.row, g.ID, next.t.ID, err))
 			return Group{}, r.err
 		}
 		g.Trajectories = append(g.Trajectories, next.t)
@@ -399,10 +405,10 @@ func (r *Reader) Next(ctx context.Context) (Group, error) {
 		prev := unpack(packed)
 		if prev.file == first.loc.file {
 			r.err = badInput(r.srcs[first.loc.file].name, first.loc.row, g.ID, "group_id", fmt.Errorf("trajectory: %s: group %q: rows not contiguous (rows from %d and again from %d)",
-				r.srcs[first.loc.file].name, g.ID, prev.row, first.loc.row))
+				r.srcs[first.loc.file].show(), g.ID, prev.row, first.loc.row))
 		} else {
 			r.err = badInput(r.srcs[first.loc.file].name, first.loc.row, g.ID, "group_id", fmt.Errorf("trajectory: group %q split across files %s (row %d) and %s (row %d); a group must sit in one file",
-				g.ID, r.srcs[prev.file].name, prev.row, r.srcs[first.loc.file].name, first.loc.row))
+				g.ID, r.srcs[prev.file].show(), prev.row, r.srcs[first.loc.file].show(), first.loc.row))
 		}
 		return Group{}, r.err
 	}
@@ -458,7 +464,7 @@ func (r *Reader) nextRow(ctx context.Context) (*located, error) {
 	}
 	loc := location{file: int32(r.cur), row: r.brow + int64(r.bpos)}
 	if loc.row >= maxRows {
-		return nil, badInput(r.srcs[r.cur].name, loc.row, "", "", fmt.Errorf("trajectory: %s: more than %d rows in one file", r.srcs[r.cur].name, int64(maxRows)))
+		return nil, badInput(r.srcs[r.cur].name, loc.row, "", "", fmt.Errorf("trajectory: %s: more than %d rows in one file", r.srcs[r.cur].show(), int64(maxRows)))
 	}
 	br := &r.batch[r.bpos]
 	l := &located{t: fromRow(br), loc: loc}
@@ -472,13 +478,13 @@ func (r *Reader) nextRow(ctx context.Context) (*located, error) {
 	r.bpos++
 	name := r.srcs[r.cur].name
 	if err := l.t.Validate(); err != nil {
-		return nil, badInput(name, loc.row, l.t.GroupID, firstField(err), fmt.Errorf("trajectory: %s: row %d (group %q, trajectory %q): %w", name, loc.row, l.t.GroupID, l.t.ID, err))
+		return nil, badInput(name, loc.row, l.t.GroupID, firstField(err), fmt.Errorf("trajectory: %s: row %d (group %q, trajectory %q): %w", fileset.DisplayName(name), loc.row, l.t.GroupID, l.t.ID, err))
 	}
 	h := maphash.String(r.seed, l.t.ID)
 	if packed, ok := r.ids[h]; ok {
 		prev := unpack(packed)
 		return nil, badInput(name, loc.row, l.t.GroupID, "trajectory_id", fmt.Errorf("trajectory: %s: row %d (group %q): trajectory_id %q duplicates %s row %d",
-			name, loc.row, l.t.GroupID, l.t.ID, r.srcs[prev.file].name, prev.row))
+			fileset.DisplayName(name), loc.row, l.t.GroupID, l.t.ID, r.srcs[prev.file].show(), prev.row))
 	}
 	r.ids[h] = loc.pack()
 	return l, nil
@@ -507,7 +513,7 @@ func (r *Reader) fill(ctx context.Context) error {
 		r.rgr.Close()
 		r.rgr = nil
 		if err != nil && err != io.EOF {
-			return badInput(r.srcs[r.cur].name, next, "", "", fmt.Errorf("trajectory: %s: row group %d, near row %d: %w", r.srcs[r.cur].name, r.rgi-1, next, err))
+			return badInput(r.srcs[r.cur].name, next, "", "", fmt.Errorf("trajectory: %s: row group %d, near row %d: %w", r.srcs[r.cur].show(), r.rgi-1, next, err))
 		}
 		return nil
 	}
@@ -520,7 +526,7 @@ func (r *Reader) fill(ctx context.Context) error {
 			return nil
 		})
 		if err != nil {
-			return badInput(r.srcs[r.cur].name, -1, "", "", fmt.Errorf("trajectory: %s: row group %d: %w", r.srcs[r.cur].name, r.rgi-1, err))
+			return badInput(r.srcs[r.cur].name, -1, "", "", fmt.Errorf("trajectory: %s: row group %d: %w", r.srcs[r.cur].show(), r.rgi-1, err))
 		}
 		if r.batch == nil {
 			r.batch = make([]row, 0, readBatch)

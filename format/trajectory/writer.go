@@ -249,17 +249,17 @@ func groupSize(g *Group) int64 {
 func WriteFile(ctx context.Context, name string, groups []Group, opts WriterOptions) error {
 	out, err := fileset.Create(ctx, name)
 	if err != nil {
-		return fmt.Errorf("trajectory: write %s: %w", name, err)
+		return fmt.Errorf("trajectory: write %s: %w", fileset.DisplayName(name), err)
 	}
 	defer out.Abort()
 	w := NewWriter(out, opts)
 	for _, g := range groups {
 		if err := w.WriteGroup(ctx, g); err != nil {
-			return fmt.Errorf("write %s: %w", name, err)
+			return fmt.Errorf("write %s: %w", fileset.DisplayName(name), err)
 		}
 	}
 	if err := w.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
+		return fmt.Errorf("write %s: %w", fileset.DisplayName(name), err)
 	}
 	if err := out.Commit(); err != nil {
 		return fmt.Errorf("trajectory: %w", err)

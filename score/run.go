@@ -471,7 +471,9 @@ func pipeline(ctx context.Context, r *trajectory.Reader, sh shard.Shard, c *Chai
 			}
 			s := &slot{in: g, done: make(chan struct{})}
 			if file, row, ok := r.Where(g.ID); ok {
-				s.where = fmt.Sprintf("%s: rows %d-%d", file, row, row+int64(len(g.Trajectories))-1)
+				// An object without its bucket query, which names no
+				// file and printed the store's address.
+				s.where = fmt.Sprintf("%s: rows %d-%d", fileset.DisplayName(file), row, row+int64(len(g.Trajectories))-1)
 			}
 			eg.Go(func() error { // blocks while conc groups are being scored
 				defer close(s.done)

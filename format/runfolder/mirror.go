@@ -38,7 +38,7 @@ func remoteLatest(ctx context.Context, run string) (Step, bool, error) {
 	s := Step{Name: strings.TrimSpace(string(b))}
 	n, ok := ParseStepName(s.Name)
 	if !ok {
-		return Step{}, false, fmt.Errorf("%s names %q, not a step-N folder of the run", name, s.Name)
+		return Step{}, false, fmt.Errorf("%s names %q, not a step-N folder of the run", fileset.DisplayName(name), s.Name)
 	}
 	s.N = n
 	return s, true, nil
@@ -131,10 +131,10 @@ func Publish(ctx context.Context, localRun, remoteRun string) ([]int, error) {
 func CheckWritable(ctx context.Context, remoteRun string) error {
 	name := fileset.Join(remoteRun, fmt.Sprintf(".write-check%s%d-%d", tempMark, os.Getpid(), time.Now().UnixNano()))
 	if err := fileset.WriteFile(ctx, name, []byte("hone: a check that this run folder can be published to; delete it\n")); err != nil {
-		return fmt.Errorf("%s cannot be published to: %w", remoteRun, err)
+		return fmt.Errorf("%s cannot be published to: %w", fileset.DisplayName(remoteRun), err)
 	}
 	if err := fileset.Remove(ctx, name); err != nil {
-		return fmt.Errorf("%s cannot be published to (its pruned steps are deleted): %w", remoteRun, err)
+		return fmt.Errorf("%s cannot be published to (its pruned steps are deleted): %w", fileset.DisplayName(remoteRun), err)
 	}
 	return nil
 }
@@ -264,7 +264,9 @@ type PullOptions struct {
 // than localRun's latest and no newer than the remote latest into
 // localRun, each through a temporary folder renamed into place (newest
 // first), then the run's other files, then moves the local latest. It
-// returns the steps copied, in ascending order.
+// returns the steps copied, in ascending order. Its errors name remoteRun
+// without its bucket query (fileset.DisplayName), which names no folder
+// and put the store's address in hone-serve's and hone-train's messages.
 func Pull(ctx context.Context, remoteRun, localRun string, o PullOptions) ([]int, error) {
 	last, ok, err := remoteLatest(ctx, remoteRun)
 	if err != nil || !ok {
@@ -281,7 +283,7 @@ func Pull(ctx context.Context, remoteRun, localRun string, o PullOptions) ([]int
 	}
 	dirs, err := fileset.ListDirs(ctx, remoteRun)
 	if err != nil {
-		return nil, fmt.Errorf("pull %s: %w", remoteRun, err)
+		return nil, fmt.Errorf("pull %s: %w", fileset.DisplayName(remoteRun), err)
 	}
 	var steps []Step
 	for _, d := range dirs {
@@ -299,7 +301,7 @@ func Pull(ctx context.Context, remoteRun, localRun string, o PullOptions) ([]int
 		steps = steps[len(steps)-o.Newest:]
 	}
 	if err := os.MkdirAll(localRun, 0o755); err != nil {
-		return nil, fmt.Errorf("pull %s: %w", remoteRun, err)
+		return nil, fmt.Errorf("pull %s: %w", fileset.DisplayName(remoteRun), err)
 	}
 	var done []int
 	// Newest first: a reader of a copy that has no latest yet takes the
@@ -315,13 +317,13 @@ func Pull(ctx context.Context, remoteRun, localRun string, o PullOptions) ([]int
 		}
 		if err != nil {
 			slices.Sort(done)
-			return done, fmt.Errorf("pull step %d of %s: %w", s.N, remoteRun, err)
+			return done, fmt.Errorf("pull step %d of %s: %w", s.N, fileset.DisplayName(remoteRun), err)
 		}
 		done = append(done, s.N)
 	}
 	slices.Sort(done)
 	if err := copyFiles(ctx, remoteRun, localRun, func(name string) bool { return name == LatestName || name == "lock" }); err != nil {
-		return done, fmt.Errorf("pull %s: %w", remoteRun, err)
+		return done, fmt.Errorf("pull %s: %w", fileset.DisplayName(remoteRun), err)
 	}
 	return done, WritePointer(localRun, LatestName, last.N)
 }
@@ -342,7 +344,7 @@ func pullStep(ctx context.Context, src, dst string, skip func(string) bool) erro
 		// An object store lists a pruned step's prefix as empty, not as
 		// missing: that is no step to copy. The one listing says so;
 		// files skipped all are a step still.
-		return fmt.Errorf("%s holds no file: %w", src, fs.ErrNotExist)
+		return fmt.Errorf("%s holds no file: %w", fileset.DisplayName(src), fs.ErrNotExist)
 	}
 	if err := writeFiles(ctx, files, tmp); err != nil {
 		return err
@@ -424,7 +426,7 @@ func writeFiles(ctx context.Context, files []namedFile, dst string) error {
 func missingLatestStep(ctx context.Context, remoteRun string, named Step) error {
 	now, ok, err := remoteLatest(ctx, remoteRun)
 	if err == nil && ok && now.N == named.N {
-		return fmt.Errorf("pull %s: its latest names %s, which the store does not hold: a publish was cut short or the step folder was removed; point the store's latest at a step it holds, or publish the run again from a copy that has the step", remoteRun, named.Name)
+		return fmt.Errorf("pull %s: its latest names %s, which the store does not hold: a publish was cut short or the step folder was removed; point the store's latest at a step it holds, or publish the run again from a copy that has the step", fileset.DisplayName(remoteRun), named.Name)
 	}
-	return fmt.Errorf("pull %s: its latest named %s, which it no longer holds (pruned by a newer publish; pull again)", remoteRun, named.Name)
+	return fmt.Errorf("pull %s: its latest named %s, which it no longer holds (pruned by a newer publish; pull again)", fileset.DisplayName(remoteRun), named.Name)
 }

@@ -232,3 +232,33 @@ func TestPullLatestNamesStepStoreLacks(t *testing.T) {
 		t.Errorf("error %q tells to pull again, which cannot help", err)
 	}
 }
+
+// Pull's errors name the store's run folder and pointer as the user
+// does, without the query that opens the bucket (endpoint=…): a latest
+// naming a step the store lacks, a latest naming no step.
+func TestPullErrorsNameStoreWithoutQuery(t *testing.T) {
+	ctx := context.Background()
+	url := hookedS3Requests(t, "bkt", func(string, string) {})
+	check := func(what string, err error, want string) {
+		t.Helper()
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "endpoint=") {
+			t.Errorf("%s: %v; want an error with %q and without the bucket query", what, err, want)
+		}
+	}
+	store := url("adapters/r")
+	if err := fileset.WriteFile(ctx, fileset.Join(store, StepName(1), "adapter_config.json"), []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	if err := fileset.WriteFile(ctx, fileset.Join(store, LatestName), []byte(StepName(2)+"\n")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Pull(ctx, store, filepath.Join(t.TempDir(), "r"), PullOptions{})
+	check("latest names a missing step", err, "pull s3://bkt/adapters/r: its latest names "+StepName(2))
+
+	junk := url("adapters/j")
+	if err := fileset.WriteFile(ctx, fileset.Join(junk, LatestName), []byte("junk\n")); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Pull(ctx, junk, filepath.Join(t.TempDir(), "j"), PullOptions{})
+	check("latest names no step", err, `s3://bkt/adapters/j/latest names "junk"`)
+}

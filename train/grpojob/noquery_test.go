@@ -1,13 +1,16 @@
 package grpojob
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/internal/stageerr"
 )
 
@@ -46,5 +49,87 @@ func TestInfiniteRewardNamesObjectRowWithoutQuery(t *testing.T) {
 	err := runWith(context.Background(), backend(t), baseOptions(md, filepath.Join(dir, "adapters"), "r", name), nil)
 	if !errors.Is(err, stageerr.ErrBadInput) || !strings.Contains(err.Error(), "s3://bkt/in/round1.parquet row 5") || strings.Contains(err.Error(), "endpoint=") {
 		t.Errorf("run on an object with an infinite reward: %v; want bad input naming s3://bkt/in/round1.parquet row 5 without its query", err)
+	}
+}
+
+// TestResumeWithTrainedObjectWarnsWithoutQuery: the warning that a
+// session trains again an object an earlier session trained names it as
+// the user does, without the query that opens its bucket
+// (endpoint=…&use_path_style=…); the manifest keeps the name as given.
+func TestResumeWithTrainedObjectWarnsWithoutQuery(t *testing.T) {
+	dir := t.TempDir()
+	md := tinyModel(t, dir)
+	s := startObjectGets(t, "bkt")
+	a := "s3://bkt/in/a.parquet" + s.query
+	writeGroups(t, md, a, 2, 3, varied)
+	out := filepath.Join(dir, "adapters")
+	o := baseOptions(md, out, "r", a)
+	var log bytes.Buffer
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	// Written here and put as is: the fixture names the groups by the
+	// file's base name, which an object's query would make a's.
+	local := filepath.Join(dir, "b.parquet")
+	writeGroups(t, md, local, 4, 3, squares)
+	bb, err := os.ReadFile(local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.put(t, "bkt", "in/b.parquet", bb)
+	b := "s3://bkt/in/b.parquet" + s.query
+	o.Resume = true
+	o.Inputs = baseOptions(md, out, "r", a, b).Inputs
+	log.Reset()
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
+		t.Fatalf("round 2: %v\n%s", err, log.String())
+	}
+	var warn string
+	for _, line := range strings.Split(log.String(), "\n") {
+		if strings.Contains(line, "level=WARN") && strings.Contains(line, "trained again") {
+			warn = line
+		}
+	}
+	if !strings.Contains(warn, "s3://bkt/in/a.parquet (trained in session 0") || strings.Contains(warn, "endpoint=") {
+		t.Errorf("round 2 (a again, and b) warned %q; want a warning naming s3://bkt/in/a.parquet without its query\n%s", warn, log.String())
+	}
+}
+
+// TestWatchRollbackWarnsOfConsumedObjectWithoutQuery: the warning that a
+// rollback leaves consumed files consumed names an object of the watched
+// folder as the user does, without the query that opens its bucket
+// (endpoint=…&use_path_style=…).
+func TestWatchRollbackWarnsOfConsumedObjectWithoutQuery(t *testing.T) {
+	dir := t.TempDir()
+	md := tinyModel(t, dir)
+	s := startObjectGets(t, "bkt")
+	local := filepath.Join(dir, "round1.parquet")
+	writeGroups(t, md, local, 2, 3, varied)
+	b, err := os.ReadFile(local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.put(t, "bkt", "incoming/round1.parquet", b)
+	o := baseOptions(md, dir, "cron")
+	o.WatchDir, o.GroupsPerStep, o.Steps = "s3://bkt/incoming/"+s.query, 1, 2
+	var log bytes.Buffer
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	if err := runfolder.WritePointer(filepath.Join(dir, "cron"), runfolder.LatestName, 1); err != nil {
+		t.Fatal(err)
+	}
+	log.Reset()
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
+		t.Fatalf("the call after latest moved back: %v\n%s", err, log.String())
+	}
+	var warn string
+	for _, line := range strings.Split(log.String(), "\n") {
+		if strings.Contains(line, "level=WARN") && strings.Contains(line, "stay consumed") {
+			warn = line
+		}
+	}
+	if !strings.Contains(warn, "s3://bkt/incoming/round1.parquet (sha256 ") || strings.Contains(warn, "endpoint=") {
+		t.Errorf("the call after latest moved back warned %q; want a warning naming s3://bkt/incoming/round1.parquet without its query\n%s", warn, log.String())
 	}
 }

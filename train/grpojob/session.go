@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/train/checkpoint"
 	"github.com/hone-rl/hone/train/trainer"
 )
@@ -88,7 +89,9 @@ func warnTrainedAgain(prep *trainer.Prepared, sess checkpoint.Session, log *slog
 	var again []string
 	for _, f := range sess.Files {
 		if where, ok := trained[f.SHA256]; ok {
-			again = append(again, fmt.Sprintf("%s (trained in %s)", f.Path, where))
+			// Shown without an object's bucket query; the manifest
+			// keeps the name as given.
+			again = append(again, fmt.Sprintf("%s (trained in %s)", fileset.DisplayName(f.Path), where))
 		}
 	}
 	if len(again) > 0 {

@@ -287,12 +287,13 @@ func readPending(ctx context.Context, watchDir string, sess *checkpoint.Session)
 // moved back past (part of) their training. They stay consumed, so no
 // later call trains them again unless their entries are removed from
 // manifest.json; without the warning, a rollback dropped their data
-// without a word.
+// without a word. It names an object without its bucket query, as
+// manifest.json does not.
 func warnUndone(man checkpoint.Manifest, done int, run *checkpoint.Run, log *slog.Logger) {
 	var undone []string
 	for _, f := range man.Consumed {
 		if f.Step > done {
-			undone = append(undone, fmt.Sprintf("%s (sha256 %s, consumed at step %d)", f.Path, f.SHA256, f.Step))
+			undone = append(undone, fmt.Sprintf("%s (sha256 %s, consumed at step %d)", fileset.DisplayName(f.Path), f.SHA256, f.Step))
 		}
 	}
 	if len(undone) > 0 {

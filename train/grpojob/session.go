@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
 
 	"github.com/hone-rl/hone/format/fileset"
@@ -112,7 +113,7 @@ func lastSession(prep *trainer.Prepared, o Options, files []checkpoint.FileEntry
 	if len(prep.State.Extra) > 0 {
 		var s checkpoint.Session
 		if err := json.Unmarshal(prep.State.Extra, &s); err != nil {
-			return nil, fmt.Errorf("grpo: %s of step %d: session: %w", checkpoint.StateName, prep.Done, err)
+			return nil, fmt.Errorf("grpo: %s: session (\"extra\"): %w", filepath.Join(prep.Ckpt.StepDir(prep.Done), checkpoint.StateName), err)
 		}
 		return &s, nil
 	}
@@ -124,7 +125,7 @@ func lastSession(prep *trainer.Prepared, o Options, files []checkpoint.FileEntry
 		Inputs []string `json:"inputs"`
 	}
 	if err := json.Unmarshal(b, &saved); err != nil {
-		return nil, fmt.Errorf("grpo: %s of step %d: %w", checkpoint.ConfigName, prep.Done, err)
+		return nil, fmt.Errorf("grpo: %s: %w", filepath.Join(prep.Ckpt.StepDir(prep.Done), checkpoint.ConfigName), err)
 	}
 	s := &checkpoint.Session{}
 	if slices.Equal(saved.Inputs, o.Inputs.Names()) {

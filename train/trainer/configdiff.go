@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -250,9 +251,9 @@ func diffValues(key string, a, b any, out *[]string) {
 			bv, bin := bm[k]
 			switch {
 			case !ain:
-				*out = append(*out, fmt.Sprintf("option %q differs: run has it unset, command gives %s", sub, showValue(bv)))
+				*out = append(*out, fmt.Sprintf("option %q differs: run has it unset, command gives %s", sub, showKeyed(sub, bv)))
 			case !bin:
-				*out = append(*out, fmt.Sprintf("option %q differs: run has %s, command leaves it unset", sub, showValue(av)))
+				*out = append(*out, fmt.Sprintf("option %q differs: run has %s, command leaves it unset", sub, showKeyed(sub, av)))
 			default:
 				diffValues(sub, av, bv, out)
 			}
@@ -260,8 +261,22 @@ func diffValues(key string, a, b any, out *[]string) {
 		return
 	}
 	if !reflect.DeepEqual(a, b) {
-		*out = append(*out, fmt.Sprintf("option %q differs: run has %s, command gives %s", key, showValue(a), showValue(b)))
+		*out = append(*out, fmt.Sprintf("option %q differs: run has %s, command gives %s", key, showKeyed(key, a), showKeyed(key, b)))
 	}
+}
+
+// showKeyed is showValue for the value of config key key, except that
+// --chat-template-kwargs, saved as the JSON text the flag was given, is
+// shown as that JSON (compact), which can be typed back as the flag,
+// rather than as a string of escaped quotes.
+func showKeyed(key string, v any) string {
+	if s, ok := v.(string); ok && key == kwargsKey {
+		var buf bytes.Buffer
+		if json.Compact(&buf, []byte(s)) == nil {
+			return buf.String()
+		}
+	}
+	return showValue(v)
 }
 
 // showValue writes a config value as a user would type it: numbers in the

@@ -41,6 +41,14 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 	// never trained as its new contents under the old contents' hash.
 	var held [][]byte
 	sess := man.Pending
+	if sess != nil && len(sess.Files) == 0 {
+		// Only a hand edit leaves a pending session without files (one
+		// is written once its files are listed): read as given, it failed
+		// with the reader's "no input files", naming no file.
+		return stageerr.BadInputf("%s: the pending session (begun at step %d, to end at step %d) lists no files, so it has nothing to finish: "+
+			"remove its \"pending\" entry to start a new session on the folder's new files",
+			filepath.Join(run.Dir, checkpoint.ManifestName), sess.StartStep, sess.EndStep)
+	}
 	if sess != nil {
 		if held, err = readPending(ctx, o.WatchDir, sess); err != nil {
 			return err

@@ -50,7 +50,7 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 			filepath.Join(run.Dir, checkpoint.ManifestName), sess.StartStep, sess.EndStep)
 	}
 	if sess != nil {
-		if held, err = readPending(ctx, o.WatchDir, sess); err != nil {
+		if held, err = readPending(ctx, o.WatchDir, sess, log); err != nil {
 			return err
 		}
 		if sess.StartStep > prep.Done {
@@ -248,7 +248,7 @@ func unfinishedParquet(b []byte) bool {
 // relative where it was absolute, as a later call may name it), the file
 // of watchDir with the recorded sha256, whose path then replaces the
 // recorded one. A file found in neither place is an error naming it.
-func readPending(ctx context.Context, watchDir string, sess *checkpoint.Session) ([][]byte, error) {
+func readPending(ctx context.Context, watchDir string, sess *checkpoint.Session, log *slog.Logger) ([][]byte, error) {
 	held := make([][]byte, len(sess.Files))
 	found := make([]bool, len(sess.Files))
 	var missing []int
@@ -263,23 +263,8 @@ func readPending(ctx context.Context, watchDir string, sess *checkpoint.Session)
 	if len(missing) == 0 {
 		return held, nil
 	}
-	names, err := fileset.List(ctx, watchDir, ".parquet")
-	if err != nil {
-		return nil, stageerr.Input(fmt.Errorf("--watch-dir: %w", err))
-	}
-	for _, n := range names {
-		fe, b, err := checkpoint.ReadInput(ctx, n)
-		if err != nil {
-			return nil, err
-		}
-		for _, i := range missing {
-			if f := sess.Files[i]; !found[i] && f.SHA256 == fe.SHA256 {
-				// The stat recorded was of the other path: the entry
-				// keeps none, and the next call reads n and records its.
-				held[i], found[i] = b, true
-				sess.Files[i] = checkpoint.FileEntry{Path: n, SHA256: f.SHA256, Size: f.Size, Step: f.Step}
-			}
-		}
+	if err := findPending(ctx, watchDir, sess, missing, held, found, log); err != nil {
+		return nil, err
 	}
 	for _, i := range missing {
 		if f := sess.Files[i]; !found[i] {
@@ -288,6 +273,61 @@ func readPending(ctx context.Context, watchDir string, sess *checkpoint.Session)
 		}
 	}
 	return held, nil
+}
+
+// findPending looks in watchDir for the files sess.Files[i] of missing,
+// by sha256, filling held[i] and found[i] and taking the path each was
+// found at. Only a file whose stat gives the size some file not yet
+// found records (or whose size is not known) is read and hashed: the
+// search reads what could be the session's, not the folder's whole
+// history. A file that cannot be read is passed over with a warning
+// naming it: it may be any file landed in the folder since, and failing
+// the call on it held the session back until it was removed; if it was
+// the session's own, the caller's error for the file not found follows
+// the warning.
+func findPending(ctx context.Context, watchDir string, sess *checkpoint.Session, missing []int, held [][]byte, found []bool, log *slog.Logger) error {
+	set, err := fileset.ListSet(ctx, watchDir, ".parquet")
+	if err != nil {
+		return stageerr.Input(fmt.Errorf("--watch-dir: %w", err))
+	}
+	defer set.Close()
+	// wanted reports whether a file of size n (-1: not known) could be a
+	// session file not found yet; a recorded size of 0 is a hand-edited
+	// entry without one, which any file may match.
+	wanted := func(n int64) bool {
+		return slices.ContainsFunc(missing, func(i int) bool {
+			f := sess.Files[i]
+			return !found[i] && (n < 0 || f.Size <= 0 || f.Size == n)
+		})
+	}
+	for i := range set.Len() {
+		if !wanted(-1) {
+			break // every file found
+		}
+		n := set.Name(i)
+		st := checkpoint.StatInput(ctx, set, i)
+		if st.Err == nil && !wanted(st.Size) {
+			continue
+		}
+		fe, b, err := checkpoint.ReadSetInput(ctx, set, i, st)
+		if err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			log.Warn("a file of the watched folder could not be read while looking for the unfinished session's files: passed over",
+				"file", fileset.DisplayName(n), "err", err)
+			continue
+		}
+		for _, j := range missing {
+			if f := sess.Files[j]; !found[j] && f.SHA256 == fe.SHA256 {
+				// The stat recorded was of the other path: the entry
+				// keeps none, and the next call reads n and records its.
+				held[j], found[j] = b, true
+				sess.Files[j] = checkpoint.FileEntry{Path: n, SHA256: f.SHA256, Size: f.Size, Step: f.Step}
+			}
+		}
+	}
+	return nil
 }
 
 // warnUndone warns, naming them, about the consumed files whose session

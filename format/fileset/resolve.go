@@ -49,6 +49,9 @@ type Set struct {
 	spools map[string]string
 	stdin  io.Reader // stdin read in order (Options.Sequential)
 	held   [][]byte  // the contents of names[i], read before (Held)
+	// otherCase is what ListSet passed over for the case of its
+	// extension alone (OtherCase).
+	otherCase []string
 	// buckets are the object-store buckets the set's files share, so that
 	// reading a folder of objects reuses one client's connections rather
 	// than making one per object; Close closes them.
@@ -263,13 +266,20 @@ func List(ctx context.Context, dir, ext string) ([]string, error) { return listI
 // not a new one per object.
 func ListSet(ctx context.Context, dir, ext string) (*Set, error) {
 	c := newBuckets()
-	names, err := listIn(ctx, c, dir, ext)
+	names, other, err := listCased(ctx, c, dir, ext)
 	if err != nil {
 		c.Close()
 		return nil, err
 	}
-	return &Set{names: names, buckets: c}, nil
+	return &Set{names: names, otherCase: other, buckets: c}, nil
 }
+
+// OtherCase is the files of a ListSet folder that the directory rule
+// passes over only for the case of their extension (a.PARQUET where ext
+// is ".parquet"), sorted by name: the rule is case-sensitive, as every
+// reader of inputs is, so a caller that keeps reading a folder (a watched
+// one) names them rather than pass them over without a word.
+func (s *Set) OtherCase() []string { return s.otherCase }
 
 // Info stats the i-th input's name (see StatFile); a set's stdin, or
 // input held (Held), has no stat of its own.
@@ -295,21 +305,32 @@ func (s *Set) ReadFile(ctx context.Context, i int) ([]byte, error) {
 
 // listIn is List with the buckets in c shared (nil: a bucket of its own).
 func listIn(ctx context.Context, c *buckets, dir, ext string) ([]string, error) {
+	out, _, err := listCased(ctx, c, dir, ext)
+	return out, err
+}
+
+// listCased is listIn that also returns the names it passes over only for
+// the case of their extension (Set.OtherCase).
+func listCased(ctx context.Context, c *buckets, dir, ext string) (out, other []string, err error) {
 	st, err := storeIn(c, dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	all, err := st.List(ctx, dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []string
 	for _, n := range all {
-		if b := base(n); strings.HasSuffix(b, ext) && !strings.HasPrefix(b, ".") {
+		b := base(n)
+		switch {
+		case strings.HasPrefix(b, "."):
+		case strings.HasSuffix(b, ext):
 			out = append(out, n)
+		case len(b) >= len(ext) && strings.EqualFold(b[len(b)-len(ext):], ext):
+			other = append(other, n)
 		}
 	}
-	return out, nil
+	return out, other, nil
 }
 
 // expand resolves one argument other than a repeated "-".

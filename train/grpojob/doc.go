@@ -68,7 +68,8 @@
 // Incremental mode (Options.WatchDir): train on exactly the *.parquet files
 // of a folder that the run's manifest does not list as consumed (by
 // sha256), holding the run's flock; with nothing new it reports so and
-// succeeds. Each file is read once, whole, and the bytes hashed are the
+// succeeds. A file whose extension is .parquet in another case alone
+// (*.PARQUET) is named in a warning and not read (fileset.Set.OtherCase). Each file is read once, whole, and the bytes hashed are the
 // bytes trained (checkpoint.ReadInput, fileset.Held): a file replaced
 // meanwhile is never trained under the other contents' hash. A file still
 // being written in place (empty, or Parquet's opening magic without the

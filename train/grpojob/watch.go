@@ -158,6 +158,13 @@ func listNew(ctx context.Context, watchDir string, man *checkpoint.Manifest, log
 		return nil, nil, false, stageerr.Input(fmt.Errorf("--watch-dir: %w", err))
 	}
 	defer set.Close()
+	// The directory rule is case-sensitive, for every reader of inputs;
+	// a file named *.PARQUET (a writer's own naming) is named once per
+	// call, not trained, rather than passed over without a word.
+	for _, n := range set.OtherCase() {
+		log.Warn("a file whose extension is .parquet only in another case is not read (the folder's files are read by the exact, lower-case extension): rename it to end in .parquet to have it trained",
+			"file", fileset.DisplayName(n))
+	}
 	// A symbolic link is read as the file it names (the listing follows
 	// it); one whose target is not there (yet) is named and left for a
 	// later call, as a file still being written is, rather than failing

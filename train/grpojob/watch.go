@@ -24,12 +24,19 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 	// The folder may be named another way on a later call (a trailing
 	// slash, relative by hand and absolute from cron, or moved): its files
 	// are known by sha256 in the manifest, so nothing is trained twice.
-	o.MayChange = append(o.MayChange, "watch_dir")
+	// Which rows a call trains is known only from the manifest, read under
+	// the lock Setup takes: --chat-template-kwargs is compared once they
+	// are read (trainer.DeferKwargs), so that a call whose rows all record
+	// their own may add or drop it, as a resume on named files may.
+	flag := o.TemplateKwargs
+	o.MayChange = trainer.DeferKwargs(append(o.MayChange, "watch_dir"))
 	prep, err := trainer.Setup(ctx, base, &o.Options, o, trainer.ResumeQuiet, log)
 	if err != nil {
 		return err
 	}
 	defer prep.Close()
+	runKwargs := o.TemplateKwargs // the run's, on a resume (Setup)
+	o.TemplateKwargs = flag       // rows without a record are laid out under the command's
 	run := prep.Ckpt
 	man, err := run.ReadManifest()
 	if err != nil {
@@ -41,29 +48,10 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 	// never trained as its new contents under the old contents' hash.
 	var held [][]byte
 	sess := man.Pending
-	if sess != nil && len(sess.Files) == 0 {
-		// Only a hand edit leaves a pending session without files (one
-		// is written once its files are listed): read as given, it failed
-		// with the reader's "no input files", naming no file.
-		return stageerr.BadInputf("%s: the pending session (begun at step %d, to end at step %d) lists no files, so it has nothing to finish: "+
-			"remove its \"pending\" entry to start a new session on the folder's new files",
-			filepath.Join(run.Dir, checkpoint.ManifestName), sess.StartStep, sess.EndStep)
-	}
 	if sess != nil {
-		if held, err = readPending(ctx, o.WatchDir, sess, log); err != nil {
+		if held, err = finishPending(ctx, o.WatchDir, prep, &man, log); err != nil {
 			return err
 		}
-		if sess.StartStep > prep.Done {
-			// latest was moved back by hand before the session began: the
-			// steps it trained are redone, so it begins again from there.
-			log.Warn("the unfinished session began after the step the run continues from: it begins again there",
-				"run", run.Dir, "began_at_step", sess.StartStep, "from_step", prep.Done)
-			sess.StartStep, sess.EndStep = prep.Done, prep.Done+sess.EndStep-sess.StartStep
-			if err := run.WriteManifest(man); err != nil {
-				return err
-			}
-		}
-		log.Info("finishing the session", "files", len(sess.Files), "begun_at_step", sess.StartStep)
 	} else {
 		sess = &checkpoint.Session{StartStep: prep.Done}
 		var restatted bool
@@ -76,6 +64,10 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 			}
 		}
 		if len(sess.Files) == 0 {
+			// No row read: the flag stays compared, as before a session.
+			if err := trainer.CheckDeferredKwargs(prep, &o.Options, runKwargs, nil); err != nil {
+				return err
+			}
 			log.Info("nothing new", "watch_dir", o.WatchDir, "files_consumed", len(man.Consumed), "run", run.Dir, "step", prep.Done)
 			return nil
 		}
@@ -89,9 +81,13 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 	// manifest: fixed (and so changed), it is then read as a new file. This
 	// is the one decoding of the files; the session's length below comes
 	// from the groups it returns.
-	// Setup compared --chat-template-kwargs before these rows were read:
-	// it stays compared whatever they record.
-	gs, err := loadInputs(ctx, base, o, fileset.Held(files, held), &trainer.RowKwargs{Flag: o.TemplateKwargs})
+	rk := &trainer.RowKwargs{Flag: o.TemplateKwargs}
+	gs, err := loadInputs(ctx, base, o, fileset.Held(files, held), rk)
+	if err == nil || errors.Is(err, trainer.ErrAllHeldOut) {
+		if err := trainer.CheckDeferredKwargs(prep, &o.Options, runKwargs, rk); err != nil {
+			return err
+		}
+	}
 	if errors.Is(err, trainer.ErrAllHeldOut) && sess.EndStep < 0 {
 		// Eval episodes written into the watched folder: not bad files,
 		// and refusing them would fail every call until a file of train
@@ -135,6 +131,38 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 	}
 	man.Pending = nil
 	return run.WriteManifest(man)
+}
+
+// finishPending readies the unfinished session of man (man.Pending) of
+// the run prep resumed: it reads the session's files (readPending),
+// returning their bytes, and begins it again at the step the run
+// continues from where latest was moved back before it began.
+func finishPending(ctx context.Context, watchDir string, prep *trainer.Prepared, man *checkpoint.Manifest, log *slog.Logger) ([][]byte, error) {
+	run, sess := prep.Ckpt, man.Pending
+	if len(sess.Files) == 0 {
+		// Only a hand edit leaves a pending session without files (one
+		// is written once its files are listed): read as given, it failed
+		// with the reader's "no input files", naming no file.
+		return nil, stageerr.BadInputf("%s: the pending session (begun at step %d, to end at step %d) lists no files, so it has nothing to finish: "+
+			"remove its \"pending\" entry to start a new session on the folder's new files",
+			filepath.Join(run.Dir, checkpoint.ManifestName), sess.StartStep, sess.EndStep)
+	}
+	held, err := readPending(ctx, watchDir, sess, log)
+	if err != nil {
+		return nil, err
+	}
+	if sess.StartStep > prep.Done {
+		// latest was moved back by hand before the session began: the
+		// steps it trained are redone, so it begins again from there.
+		log.Warn("the unfinished session began after the step the run continues from: it begins again there",
+			"run", run.Dir, "began_at_step", sess.StartStep, "from_step", prep.Done)
+		sess.StartStep, sess.EndStep = prep.Done, prep.Done+sess.EndStep-sess.StartStep
+		if err := run.WriteManifest(*man); err != nil {
+			return nil, err
+		}
+	}
+	log.Info("finishing the session", "files", len(sess.Files), "begun_at_step", sess.StartStep)
+	return held, nil
 }
 
 // listNew lists watchDir and returns its files not consumed yet (in man),

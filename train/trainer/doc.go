@@ -35,7 +35,9 @@
 // --chat-template-kwargs; rows that record different kwargs train
 // together, each under its own, and a flag that differs from a row's
 // record is a usage error. Where every row records its own, the flag lays
-// out none, so a resume may add or drop it (RowKwargs.MayChange).
+// out none, so a resume may add or drop it (RowKwargs.MayChange; a job
+// that learns its rows only under the run's lock, grpo --watch-dir,
+// compares the flag once they are read: DeferKwargs).
 //
 // Determinism: a step depends only on the restored state and its step
 // number, and every reduction runs in a fixed order, so a run resumed from

@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"encoding/json"
 	"slices"
 
 	"github.com/hone-rl/hone/format/layout"
@@ -96,4 +97,45 @@ func orNone(text string) string {
 		return "none ({})"
 	}
 	return text
+}
+
+// DeferKwargs is mayChange with the config key of --chat-template-kwargs
+// added, for a job that learns which rows it trains only once Setup holds
+// the run's lock (grpo --watch-dir: the manifest read under it names the
+// new files or the unfinished session's), so that Setup cannot yet tell
+// whether the flag lays out any of them. Setup then passes over the flag
+// and gives o the run's saved value (keepIdleKwargs); the job reads its
+// rows under the command's flag and compares it with the run's there
+// (CheckDeferredKwargs), as RowKwargs.MayChange lets a job that reads
+// its rows before Setup.
+func DeferKwargs(mayChange []string) []string {
+	return append(slices.Clone(mayChange), kwargsKey)
+}
+
+// CheckDeferredKwargs is the comparison DeferKwargs put off, once the rows
+// were read under k: o.TemplateKwargs is the command's flag, and run the
+// run's value that Setup gave o (prep resumed a step; a fresh run has
+// nothing to compare). Where the flag laid out none of the rows
+// (k.MayChange names the key: each recorded its own) or equals the
+// run's, o takes the run's value, which the steps save; otherwise it is
+// the usage error Setup gives for a changed option. A nil k, or one that
+// read no row (nothing new), leaves the flag compared.
+func CheckDeferredKwargs(prep *Prepared, o *Options, run string, k *RowKwargs) error {
+	if prep.Done == 0 {
+		return nil
+	}
+	if flag := o.TemplateKwargs; flag == run || sameJSONText(flag, run) || slices.Contains(k.MayChange(nil), kwargsKey) {
+		o.TemplateKwargs = run
+		return nil
+	}
+	// The same words as Setup's refusal: configs of this key alone, as
+	// saved ("" is left out, as omitempty leaves it).
+	config := func(v string) []byte {
+		if v == "" {
+			return []byte("{}")
+		}
+		b, _ := json.Marshal(map[string]string{kwargsKey: v})
+		return b
+	}
+	return refuseChanges(prep.Ckpt, prep.Done, config(run), config(o.TemplateKwargs), nil)
 }

@@ -62,8 +62,9 @@
 // a choice's text before it (of several found in a token's text, the first
 // listed, as vLLM checks them in order), or with vLLM's include_stop_str_in_output
 // after it (a stop token's text then kept too, so that the text is that
-// of all of token_ids, and searched for the stop strings as vLLM's
-// detokenizer does: one inside it cuts the text after it); the tokens that made it stay in token_ids and the
+// of all of token_ids, and whole: a stop token ends the choice before its
+// text is searched for stop strings, as in vLLM's detokenizer); the tokens
+// that made it stay in token_ids and the
 // logprobs either way, as in vLLM. vLLM's allowed_token_ids (ids in the
 // vocabulary, at least one) keeps every other token out of the choice;
 // its bad_words bans, for each word's tokens (without its leading spaces,

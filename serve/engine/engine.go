@@ -1111,12 +1111,12 @@ func (e *Engine) emit(s *sequence, pk picked) {
 	}
 	all := s.text.String()
 	byString := false
-	if (!stop || p.IncludeStop) && s.stops != nil {
+	if !stop && s.stops != nil {
 		// A stop string may end in this token's text: only its bytes are
 		// fed, so a token costs the same whatever the stop strings' length.
-		// A stop token's text kept by IncludeStop is searched too, as
-		// vLLM's detokenizer checks the stop strings after decoding it: a
-		// stop string inside it cuts the text after the stop string.
+		// A stop token's text, kept by IncludeStop, is not searched: vLLM's
+		// detokenizer returns before its stop-string check when a stop
+		// token ended the sequence, so the text ends with the token's whole.
 		if len(s.out) <= p.MinTokens {
 			// No stop string ends within the first min_tokens tokens'
 			// text (vLLM's rule); one may begin there and end later.

@@ -25,7 +25,7 @@ type Params struct {
 	MinTokens         int               // generated tokens before an end-of-sequence id, a StopIDs id or a stop string may end the sequence (vLLM's min_tokens)
 	Stop              []string          // stop strings; the text before the first listed one found in a token's text is returned
 	// IncludeStop keeps the stop string that ended the text in it, and a
-	// stop token's text, searched for the stop strings too (vLLM's
+	// stop token's text, whole: not searched for the stop strings (vLLM's
 	// include_stop_str_in_output).
 	IncludeStop bool
 	StopIDs     []int32 // extra stop token ids (the model's EOS ids always stop)

@@ -101,3 +101,38 @@ func TestCosinePastScheduleStepsWarns(t *testing.T) {
 		}
 	}
 }
+
+// TestCosinePastHorizonWarnsOnlyAtMinLR: a --warmup-steps that reaches the
+// --schedule-steps horizon leaves the cosine no span to decay over, and
+// Schedule.At keeps --lr past the warm-up, past the horizon too (the
+// never-decays warning says so). The past-horizon warning still fired
+// there, saying the rest of the call trains at --min-lr, which it does
+// not: two warnings that contradict each other. A warm-up that leaves a
+// span is still warned about past the horizon.
+func TestCosinePastHorizonWarnsOnlyAtMinLR(t *testing.T) {
+	dir := t.TempDir()
+	md := scoredFixture(t, dir, filepath.Join(dir, "s"), "a")
+	in := filepath.Join(dir, "s", "a.parquet")
+	for i, tc := range []struct {
+		extra []string
+		warns bool
+	}{
+		{[]string{"--steps", "4", "--warmup-steps", "3", "--schedule-steps", "2"}, false},
+		{[]string{"--steps", "4", "--warmup-steps", "2", "--schedule-steps", "2"}, false},
+		{[]string{"--steps", "4", "--warmup-steps", "1", "--schedule-steps", "2"}, true},
+	} {
+		args := append([]string{"grpo", "--model", md, "--run", "r" + string(rune('a'+i)), "--out", filepath.Join(dir, "adapters"),
+			"--rank", "2", "--threads", "1", "--groups-per-step", "1", "--lr-schedule", "cosine"}, tc.extra...)
+		code, text := runMain(t, append(args, in)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d\n%s", tc.extra, code, text)
+		}
+		want := 0
+		if tc.warns {
+			want = 1
+		}
+		if w := warnLines(text, "past the horizon"); len(w) != want {
+			t.Errorf("%v: past-horizon warnings %q, want %d", tc.extra, w, want)
+		}
+	}
+}

@@ -183,9 +183,12 @@ func gather(x []float32, pos []int) []float32 {
 // trains to gets there (the default horizon is the call's last step or,
 // with grpo --norm art, its counted updates), and with --norm art a
 // horizon given in steps, not updates, does so early; silent, the run
-// spent its remaining steps and exited 0.
+// spent its remaining steps and exited 0. A warm-up that reaches the
+// horizon leaves the cosine no span (Schedule.At keeps --lr after it, and
+// Options.noDecay warns of that): not warned here, where it would claim
+// --min-lr.
 func (l *Loop) warnPastHorizon(at int, unit string) {
-	if l.pastHorizon || l.Sched.Kind != "cosine" || at < l.Sched.Total {
+	if l.pastHorizon || l.Sched.Kind != "cosine" || at < l.Sched.Total || l.Sched.Total <= l.Sched.Warmup {
 		return
 	}
 	l.pastHorizon = true

@@ -11,14 +11,17 @@ import (
 )
 
 // genDefaults are the sampling defaults of a request that leaves a field
-// out, from generation_config.json under --generation-config auto; nil
-// and 0 keep the server's fixed ones.
+// out, from generation_config.json under --generation-config auto or a
+// folder's path; nil and 0 keep the server's fixed ones.
 type genDefaults struct {
 	temperature, topP, minP, repetitionPenalty *float64
 	topK                                       *int
 	// maxTokens (max_new_tokens) is max_tokens' default and, as in vLLM,
 	// its cap: a request asking for more gets this many.
 	maxTokens int
+	// src names the file they came from (genConfigSource), for a request
+	// refused over the clamp: the model folder's or --generation-config's.
+	src string
 }
 
 // genConfigSource is the generation_config.json that mode
@@ -59,6 +62,7 @@ func loadGenDefaults(mode string, g *hfconfig.GenerationConfig, src string) (gen
 	if g == nil {
 		return d, nil
 	}
+	d.src = src
 	differs := func(v *float64, def float64) *float64 {
 		if v != nil && *v != def {
 			return v

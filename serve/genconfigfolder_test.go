@@ -55,3 +55,28 @@ func TestGenerationConfigFolder(t *testing.T) {
 		t.Errorf("--generation-config naming a folder without generation_config.json: %v, want an error naming the flag and the file", err)
 	}
 }
+
+// TestGenerationConfigFolderClampNamesFolder: a max_tokens clamped to the
+// max_new_tokens of --generation-config <folder>'s file, and then over
+// --max-tokens, is a 400 that names where the clamp came from. It said
+// "generation_config.json's max_new_tokens 8 (--generation-config auto)",
+// a flag value the server was not given, pointing at the model folder's
+// file, which may hold another max_new_tokens or none.
+func TestGenerationConfigFolderClampNamesFolder(t *testing.T) {
+	gdir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(gdir, "generation_config.json"), []byte(`{"max_new_tokens":8}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ts := startServer(t, Options{Model: tinyDir(t), GenerationConfig: gdir, MaxTokens: 4}, nil)
+	status, out := ts.post(t, "/v1/completions", `{"model":"`+ts.s.name+`","prompt":"hi","max_tokens":10}`)
+	var e struct {
+		Error struct{ Message string }
+	}
+	if err := json.Unmarshal([]byte(out), &e); err != nil {
+		t.Fatalf("%d %s: %v", status, out, err)
+	}
+	if status != http.StatusBadRequest || !strings.Contains(e.Error.Message, "max_new_tokens 8") ||
+		!strings.Contains(e.Error.Message, filepath.Join(gdir, "generation_config.json")) || strings.Contains(e.Error.Message, "generation-config auto") {
+		t.Errorf("max_tokens 10, %s's max_new_tokens 8, --max-tokens 4: %d %q; want a 400 naming the clamp to 8 and the folder's file, not --generation-config auto", gdir, status, e.Error.Message)
+	}
+}

@@ -223,7 +223,7 @@ func (s *Server) maxTokens(mt *int, param, promptParam string, promptLen, room, 
 		// A 400 for the clamped value names the value the client sent:
 		// "max_tokens=8" for a request of 10 named a number it never used.
 		m := s.gen.maxTokens
-		clamped := fmt.Sprintf("%s=%d, clamped to generation_config.json's max_new_tokens %d (--generation-config auto)", param, *mt, m)
+		clamped := fmt.Sprintf("%s=%d, clamped to max_new_tokens %d of %s (--generation-config %s)", param, *mt, m, s.gen.src, s.o.GenerationConfig)
 		if m > s.o.MaxTokens {
 			return 0, badRequest(param, "%s, is more than this server's cap of %d (%s)", clamped, s.o.MaxTokens, capAdvice(param))
 		}

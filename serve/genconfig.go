@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/hone-rl/hone/format/hfconfig"
+	"github.com/hone-rl/hone/format/modelfolder"
 	"github.com/hone-rl/hone/serve/engine"
 )
 
@@ -45,6 +46,21 @@ func genConfigSource(mode string, g *hfconfig.GenerationConfig) (*hfconfig.Gener
 		return nil, "", fmt.Errorf("serve: --generation-config: %s: %w", path, err)
 	}
 	return g, path, nil
+}
+
+// stopTokens are the ids a reply stops on under mode
+// (Options.GenerationConfig): the model folder's (modelfolder.StopTokens)
+// for auto and vllm; for a folder, as vLLM, whose input processor adds the
+// eos_token_id of the generation config it read to each request's stop
+// ids, that folder's generation_config.json's eos_token_id, then the
+// tokenizer's eos_token. The model folder's generation_config.json is not
+// read then, in vLLM nor here; train's layout still ends a trained turn at
+// the model folder's ids, which a folder given for serving does not change.
+func stopTokens(mode string, g *hfconfig.GenerationConfig, f *modelfolder.Folder) []int {
+	if mode == "auto" || mode == "vllm" || g == nil {
+		return f.StopTokens
+	}
+	return modelfolder.StopTokens(g.EOSTokenIDs, f.Template, f.Tokenizer)
 }
 
 // loadGenDefaults reads the defaults of mode (Options.GenerationConfig)

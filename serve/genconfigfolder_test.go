@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -78,5 +79,58 @@ func TestGenerationConfigFolderClampNamesFolder(t *testing.T) {
 	if status != http.StatusBadRequest || !strings.Contains(e.Error.Message, "max_new_tokens 8") ||
 		!strings.Contains(e.Error.Message, filepath.Join(gdir, "generation_config.json")) || strings.Contains(e.Error.Message, "generation-config auto") {
 		t.Errorf("max_tokens 10, %s's max_new_tokens 8, --max-tokens 4: %d %q; want a 400 naming the clamp to 8 and the folder's file, not --generation-config auto", gdir, status, e.Error.Message)
+	}
+}
+
+// TestGenerationConfigFolderEOS: as vLLM (whose input processor adds the
+// eos_token_id of the generation config it read, the --generation-config
+// folder's, to a request's stop tokens), a request stops at an id that
+// folder's generation_config.json lists as eos_token_id. Before, the
+// folder gave the sampling defaults only, and the server kept stopping on
+// the model folder's ids alone.
+func TestGenerationConfigFolderEOS(t *testing.T) {
+	ts := startServer(t, Options{Model: tinyDir(t), MaxTokens: 16}, nil)
+	greedy := func(ts *testServer, ignoreEOS bool) ([]int32, string) {
+		t.Helper()
+		status, out := ts.post(t, "/v1/completions", `{"model":"`+ts.s.name+`","prompt":"hi","temperature":0,"return_token_ids":true,"max_tokens":8,"ignore_eos":`+strconv.FormatBool(ignoreEOS)+`}`)
+		if status != http.StatusOK {
+			t.Fatalf("%d %s", status, out)
+		}
+		var a struct {
+			Choices []struct {
+				TokenIDs     []int32 `json:"token_ids"`
+				FinishReason string  `json:"finish_reason"`
+			}
+		}
+		if err := json.Unmarshal([]byte(out), &a); err != nil || len(a.Choices) != 1 {
+			t.Fatalf("%v: %s", err, out)
+		}
+		return a.Choices[0].TokenIDs, a.Choices[0].FinishReason
+	}
+	ids, _ := greedy(ts, true)
+	backend := ts.s.o.Backend
+	ts.close(t)
+	// The first id after the first that greedy decoding had not given
+	// yet, so that stopping on it ends the reply there and nowhere before.
+	at := -1
+	for i := 1; i < len(ids) && at < 0; i++ {
+		if !slices.Contains(ids[:i], ids[i]) && !slices.Contains(ts.s.eos, ids[i]) {
+			at = i
+		}
+	}
+	if at < 0 {
+		t.Fatalf("greedy decoding %v repeats one id: no id to stop on", ids)
+	}
+	gdir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(gdir, "generation_config.json"), []byte(`{"eos_token_id":[`+strconv.Itoa(int(ids[at]))+`]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ts = startServer(t, Options{Model: tinyDir(t), GenerationConfig: gdir, MaxTokens: 16, Backend: backend}, nil)
+	got, reason := greedy(ts, false)
+	if reason != "stop" || len(got) < at || !slices.Equal(got[:at], ids[:at]) || len(got) > at+1 {
+		t.Errorf("with %d as the folder's eos_token_id: %v (finish_reason %q), want %v ending there with finish_reason stop", ids[at], got, reason, ids[:at+1])
+	}
+	if again, _ := greedy(ts, true); !slices.Equal(again, ids) {
+		t.Errorf("ignore_eos: %v, want %v: the folder's eos ids are eos ids, which ignore_eos ignores", again, ids)
 	}
 }

@@ -123,9 +123,11 @@ func NewServer(o Options) (*Server, error) {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
 	// The folder's ids that end a turn, the ones train's layout ends a
-	// trained turn at.
-	eos := make([]int32, len(f.StopTokens))
-	for i, id := range f.StopTokens {
+	// trained turn at; under --generation-config <folder>, that folder's
+	// (stopTokens).
+	stops := stopTokens(o.GenerationConfig, gcfg, f)
+	eos := make([]int32, len(stops))
+	for i, id := range stops {
 		eos[i] = int32(id)
 	}
 	s := &Server{

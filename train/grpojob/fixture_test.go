@@ -102,7 +102,10 @@ func writeGroupsWith(t testing.TB, modelDir, path string, nGroups, size int, ans
 	}
 	var gs []trajectory.Group
 	for g := range nGroups {
-		grp := trajectory.Group{ID: fmt.Sprintf("%s-g%d", filepath.Base(path), g)}
+		// Named by the file's base name as the user names it: an object
+		// URL's query (endpoint=http://…) would give every object of a
+		// store the same ids.
+		grp := trajectory.Group{ID: fmt.Sprintf("%s-g%d", filepath.Base(fileset.DisplayName(path)), g)}
 		for i := range size {
 			answer := answerOf(g, i)
 			var ids []int32

@@ -68,16 +68,10 @@ func TestResumeWithTrainedObjectWarnsWithoutQuery(t *testing.T) {
 	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
-	// Written here and put as is: the fixture names the groups by the
-	// file's base name, which an object's query would make a's.
-	local := filepath.Join(dir, "b.parquet")
-	writeGroups(t, md, local, 4, 3, squares)
-	bb, err := os.ReadFile(local)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.put(t, "bkt", "in/b.parquet", bb)
+	// Written to the store directly: the fixture names the groups by
+	// the object's base name, without the query.
 	b := "s3://bkt/in/b.parquet" + s.query
+	writeGroups(t, md, b, 4, 3, squares)
 	o.Resume = true
 	o.Inputs = baseOptions(md, out, "r", a, b).Inputs
 	log.Reset()

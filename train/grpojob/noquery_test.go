@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -125,5 +126,32 @@ func TestWatchRollbackWarnsOfConsumedObjectWithoutQuery(t *testing.T) {
 	}
 	if !strings.Contains(warn, "s3://bkt/incoming/round1.parquet (sha256 ") || strings.Contains(warn, "endpoint=") {
 		t.Errorf("the call after latest moved back warned %q; want a warning naming s3://bkt/incoming/round1.parquet without its query\n%s", warn, log.String())
+	}
+}
+
+// TestWatchPendingObjectChangedNamesItWithoutQuery: an unfinished watch
+// session whose object changed since is refused naming the object and
+// the watched folder as the user does, without the query that opens their
+// bucket (endpoint=…&use_path_style=…), which the message printed twice.
+func TestWatchPendingObjectChangedNamesItWithoutQuery(t *testing.T) {
+	dir := t.TempDir()
+	md := tinyModel(t, dir)
+	s := startObjectGets(t, "bkt")
+	name := "s3://bkt/incoming/round1.parquet" + s.query
+	writeGroups(t, md, name, 2, 3, varied)
+	o := baseOptions(md, dir, "cron")
+	o.WatchDir, o.GroupsPerStep, o.Steps = "s3://bkt/incoming/"+s.query, 1, 2
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var log bytes.Buffer
+	stop := slog.New(cancelAfterStep{Handler: slog.NewTextHandler(&log, nil), cancel: cancel})
+	if err := runWith(ctx, backend(t), o, stop); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the stopped call: %v, want context.Canceled\n%s", err, log.String())
+	}
+	writeGroups(t, md, name, 2, 3, squares)
+	err := runWith(context.Background(), backend(t), o, textLog(&log))
+	if err == nil || !strings.Contains(err.Error(), "needs s3://bkt/incoming/round1.parquet unchanged") ||
+		!strings.Contains(err.Error(), "nor s3://bkt/incoming/ holds") || strings.Contains(err.Error(), "endpoint=") {
+		t.Errorf("the call after the object changed: %v; want an error naming s3://bkt/incoming/round1.parquet and s3://bkt/incoming/ without their query", err)
 	}
 }

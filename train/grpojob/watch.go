@@ -303,8 +303,10 @@ func readPending(ctx context.Context, watchDir string, sess *checkpoint.Session,
 	}
 	for _, i := range missing {
 		if f := sess.Files[i]; !found[i] {
+			// Named as the user names them: an object's query
+			// (endpoint=…) says nothing of which file is missing.
 			return nil, fmt.Errorf("unfinished session from step %d needs %s unchanged (sha256 %s), which neither that path nor %s holds",
-				sess.StartStep, f.Path, f.SHA256, watchDir)
+				sess.StartStep, fileset.DisplayName(f.Path), f.SHA256, fileset.DisplayName(watchDir))
 		}
 	}
 	return held, nil

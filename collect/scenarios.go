@@ -46,11 +46,13 @@ func ReadScenarios(ctx context.Context, path string) ([]env.Scenario, error) {
 		// copy fileset made of a pipe is read whole, once.
 		b, err := io.ReadAll(f.Reader())
 		if err != nil {
-			return nil, fmt.Errorf("scenarios %s: %w", path, err)
+			return nil, fmt.Errorf("scenarios %s: %w", fileset.DisplayName(path), err)
 		}
 		return scenariosFromParquet(ctx, path, fileset.Held([]string{path}, [][]byte{b}))
 	}
-	return DecodeScenarios(f.Reader(), path)
+	// Errors name the file as the user does: an object's query
+	// (endpoint=…) would stand between its name and the line number.
+	return DecodeScenarios(f.Reader(), fileset.DisplayName(path))
 }
 
 // scenariosFromParquet reads the distinct scenarios of a trajectory file,
@@ -58,7 +60,7 @@ func ReadScenarios(ctx context.Context, path string) ([]env.Scenario, error) {
 func scenariosFromParquet(ctx context.Context, path string, in *fileset.Set) ([]env.Scenario, error) {
 	groups, err := trajectory.ReadAll(ctx, in)
 	if err != nil {
-		return nil, fmt.Errorf("scenarios %s: %w", path, err)
+		return nil, fmt.Errorf("scenarios %s: %w", fileset.DisplayName(path), err)
 	}
 	var out []env.Scenario
 	seen := map[string]bool{}

@@ -70,7 +70,7 @@ type blobName struct {
 func parseBlobName(name string) (blobName, error) {
 	u, err := url.Parse(name)
 	if err != nil {
-		return blobName{}, &ArgError{Arg: name, Err: fmt.Errorf("not a URL: %w", err)}
+		return blobName{}, &ArgError{Arg: name, query: true, Err: fmt.Errorf("not a URL: %w", err)}
 	}
 	if u.Host == "" {
 		return blobName{}, &ArgError{Arg: name, Err: fmt.Errorf("no bucket: write %s://BUCKET/KEY", u.Scheme)}
@@ -150,10 +150,10 @@ func (n blobName) open(ctx context.Context, name string) (*blob.Bucket, error) {
 	if err != nil && n.query != "" {
 		// A "?" meant as a glob's or a key's ends the key: the rest is
 		// taken for the query, whose "parameter" the driver does not know.
-		return nil, &ArgError{Arg: name, Err: fmt.Errorf("open bucket: %w (the query begins at the URL's first \"?\": write a \"?\" in a key as %%3F; an object-store glob takes * and [...], not ?)", err)}
+		return nil, &ArgError{Arg: name, query: true, Err: fmt.Errorf("open bucket: %w (the query begins at the URL's first \"?\": write a \"?\" in a key as %%3F; an object-store glob takes * and [...], not ?)", err)}
 	}
 	if err != nil {
-		return nil, &ArgError{Arg: name, Err: fmt.Errorf("open bucket: %w", err)}
+		return nil, &ArgError{Arg: name, query: true, Err: fmt.Errorf("open bucket: %w", err)}
 	}
 	return b, nil
 }

@@ -234,7 +234,7 @@ func CheckBucket(ctx context.Context, name string) error {
 	}
 	defer release()
 	if there, err := b.IsAccessible(ctx); err == nil && !there {
-		return &ArgError{Arg: name, Err: &noBucketError{bucket: n.prefix}}
+		return &ArgError{Arg: name, query: true, Err: &noBucketError{bucket: n.prefix}}
 	}
 	return nil
 }

@@ -351,7 +351,7 @@ func expand(ctx context.Context, c *buckets, arg, ext string, check func([]strin
 		}
 		dangling, err := DanglingLinks(ctx, arg, ext)
 		if err != nil {
-			return nil, fmt.Errorf("%q: %w", arg, err)
+			return nil, fmt.Errorf("%q: %w", DisplayName(arg), err)
 		}
 		if len(dangling) > 0 {
 			return nil, danglingError(arg, dangling)
@@ -361,7 +361,7 @@ func expand(ctx context.Context, c *buckets, arg, ext string, check func([]strin
 		}
 		if check != nil {
 			if err := check(files); err != nil {
-				return nil, fmt.Errorf("%q: %w", arg, err)
+				return nil, fmt.Errorf("%q: %w", DisplayName(arg), err)
 			}
 		}
 		return files, nil
@@ -374,13 +374,13 @@ func expand(ctx context.Context, c *buckets, arg, ext string, check func([]strin
 		// looking for the object in a bucket that is not there.
 		var nb *noBucketError
 		errors.As(err, &nb)
-		return nil, &ArgError{Arg: arg, Err: nb}
+		return nil, &ArgError{Arg: arg, query: true, Err: nb}
 	case errors.Is(err, fs.ErrNotExist) && hasMeta(pathPart(arg)):
 		return glob(ctx, st, arg)
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, argErrorf(arg, "no such file or directory")
 	default:
-		return nil, fmt.Errorf("%q: %w", arg, err)
+		return nil, fmt.Errorf("%q: %w", DisplayName(arg), err)
 	}
 }
 

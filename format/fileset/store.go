@@ -419,13 +419,23 @@ var ErrNoBucket = errors.New("no such bucket")
 type ArgError struct {
 	Arg string // the argument as given
 	Err error
+	// query says the text shows Arg's object-store query: the error is
+	// about the bucket it opens (a bad parameter, a bucket the store
+	// named there does not have). Any other error quotes Arg as the user
+	// names the file (DisplayName): endpoint=…&use_path_style=… says
+	// nothing of a missing object or a glob that matched none.
+	query bool
 }
 
 func (e *ArgError) Error() string {
 	if e.Arg == "" {
 		return e.Err.Error()
 	}
-	return fmt.Sprintf("%q: %v", e.Arg, e.Err)
+	arg := e.Arg
+	if !e.query {
+		arg = DisplayName(arg)
+	}
+	return fmt.Sprintf("%q: %v", arg, e.Err)
 }
 
 // Unwrap returns the wrapped error.

@@ -41,10 +41,17 @@ type Group struct {
 
 // Trajectory is one episode: one row in a trajectory file.
 type Trajectory struct {
-	Run        string // run name
-	Step       int64  // adapter version (training step) that produced the episode
-	Model      string // model name actually served, e.g. "qwen3-0.6b@42"
-	Adapter    string // adapter actually served ("" for the base model)
+	Run   string // run name
+	Step  int64  // adapter version (training step) that produced the episode
+	Model string // model name asked for (hone-collect's --model, a proxied request's "model"), e.g. "qwen3-0.6b@42"
+	// Adapter is the model the server answered with (its reply's
+	// "model", the last assistant turn's AnswerModel): a "<run>@<N>"
+	// adapter of hone-serve or vLLM, or the base model's served name
+	// (hone-serve's --served-model-name, by default the model folder's
+	// name), so the base model is not "". "" when no turn names one: a
+	// scripted policy, a server that answers without "model", rows
+	// imported without it.
+	Adapter    string
 	ScenarioID string
 	Split      string // SplitTrain, SplitVal, SplitTest or ""
 	Payload    string // scenario payload, a JSON document ("" when none)

@@ -331,6 +331,15 @@ func (t *Template) add(name, source, origin string) error {
 	if insErr != nil {
 		return &badTemplate{fmt.Errorf("compile: %w", insErr)}
 	}
+	// jinja2 refuses a filter or test it has not when it compiles the
+	// template (names.go); the engine would say so only when it ran.
+	msg, err := unknownName(text)
+	if err != nil {
+		return &badTemplate{fmt.Errorf("compile: %w", err)}
+	}
+	if msg != "" {
+		return &badTemplate{fmt.Errorf("compile: %s", msg)}
+	}
 	c, err := jinja.Compile(ins.source)
 	if err != nil {
 		// instrument() keeps every tag the engine accepts parseable (it

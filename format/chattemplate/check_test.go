@@ -30,7 +30,10 @@ func TestCheck(t *testing.T) {
 		// A macro's default is the engine's to evaluate (instrument.go),
 		// and its string repetition panics for a negative count.
 		{"engine panic", `{% macro m(s="-" * (messages|length - 5)) %}{{ s }}{% endmacro %}{{ m() }}`, ErrEngine.Error()},
-		{"unknown filter", `{{ messages|frobnicate }}`, `unknown filter "frobnicate"`},
+		// jinja2 has wordwrap and the engine has not: the template loads
+		// (a name jinja2 has not is refused by Load: TestNamesMatchJinja2)
+		// and the check renders it.
+		{"filter the engine lacks", `{{ messages|wordwrap }}`, `unknown filter "wordwrap"`},
 		{"no system role", `{% for m in messages %}{% if m.role == "system" %}{{ raise_exception("no system") }}{% endif %}{{ m.content }}{% endfor %}`, ""},
 		{"always raises", `{{ raise_exception("never") }}`, "never"},
 		{"cannot render tools", `{% if tools %}{{ tools|frobnicate }}{% endif %}{{ messages[0].content }}`, ""},

@@ -42,7 +42,10 @@
 // macro's default values is * left to the engine, where a literal count
 // above 1 MiB is refused when the template is compiled and a computed one
 // is not seen.
-// Check renders a small conversation once, at load time.
+// Check renders a small conversation once, at load time. Before that, a
+// filter or test that jinja2 has not refuses the template as jinja2's
+// compiler does, except in an {% if %} or an inline if, where jinja2
+// waits for the rendering (names.go).
 //
 // What the limits cannot see, because the engine evaluates it in one call
 // with no hook inside: a single expression whose result is far larger than

@@ -46,6 +46,9 @@
 // filter or test that jinja2 has not refuses the template as jinja2's
 // compiler does, except in an {% if %} or an inline if, where jinja2
 // waits for the rendering (names.go).
+// A call of one of the template's macros by name with a keyword argument
+// the macro has no parameter for, or too many positional ones, fails when
+// it runs with jinja2's TypeError (macrocall.go); the engine dropped them.
 //
 // What the limits cannot see, because the engine evaluates it in one call
 // with no hook inside: a single expression whose result is far larger than

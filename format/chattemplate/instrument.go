@@ -193,7 +193,7 @@ func instrument(src string, hooks bool) (*instrumented, error) {
 	if err != nil {
 		return nil, err
 	}
-	return rewrite(&rewriter{src: src, hooks: hooks, regions: []region{{}}, intKeys: map[string]bool{}}, segs)
+	return rewrite(&rewriter{src: src, hooks: hooks, regions: []region{{}}, intKeys: map[string]bool{}, macros: macroSignatures(src, segs)}, segs)
 }
 
 // syntaxSource is src as instrument rewrites it without hooks, and
@@ -267,6 +267,9 @@ type rewriter struct {
 	intKeys map[string]bool
 	stack   []block
 	inRaw   bool
+	// macros: the template's macros whose calls by name macroCalls
+	// checks as jinja2 does (none for syntaxSource).
+	macros map[string]macroSig
 }
 
 // current is the region the segment being read belongs to.
@@ -430,6 +433,11 @@ func (w *rewriter) tag(s segment, content string) {
 	open, close := "{{", "}}"
 	if s.kind == segStmt {
 		open, close = "{%", "%}"
+	}
+	if kw := keyword(content); s.kind == segExpr || (kw != "macro" && kw != "call") {
+		// A macro's parameters and a call block's call are the
+		// engine's to parse (see opsStatements).
+		content = macroCalls(content, w.macros)
 	}
 	w.out.WriteString(open)
 	if s.trimLeft {

@@ -35,6 +35,7 @@ func pyCallables() map[string]jinja.Value {
 		mapName:         jinja.NewCallable("map", mapFilter),
 		unpackName:      jinja.NewCallable("unpack", unpack),
 		divisiblebyName: jinja.NewCallable("divisibleby", pyDivisibleby),
+		badCallName:     jinja.NewCallable("badcall", badCall),
 	}
 }
 

@@ -331,14 +331,19 @@ func (t *Template) add(name, source, origin string) error {
 	if insErr != nil {
 		return &badTemplate{fmt.Errorf("compile: %w", insErr)}
 	}
-	// jinja2 refuses a filter or test it has not when it compiles the
-	// template (names.go); the engine would say so only when it ran.
-	msg, err := unknownName(text)
+	// jinja2's parser refuses two operands with no comma between them,
+	// which the engine reads (commas.go), and its compiler a filter or
+	// test it has not, which the engine reports only when it runs
+	// (names.go).
+	msg, err := missingComma(text)
+	if err == nil && msg == "" {
+		msg, err = unknownName(text)
+	}
 	if err != nil {
 		return &badTemplate{fmt.Errorf("compile: %w", err)}
 	}
 	if msg != "" {
-		return &badTemplate{fmt.Errorf("compile: %s", msg)}
+		return &badTemplate{fmt.Errorf("compile: %w", &staticError{msg})}
 	}
 	c, err := jinja.Compile(ins.source)
 	if err != nil {

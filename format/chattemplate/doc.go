@@ -45,7 +45,9 @@
 // Check renders a small conversation once, at load time. Before that, a
 // filter or test that jinja2 has not refuses the template as jinja2's
 // compiler does, except in an {% if %} or an inline if, where jinja2
-// waits for the rendering (names.go).
+// waits for the rendering (names.go), and so do two operands with no comma
+// between them inside brackets, f(1 2), which the engine reads as f(1, 2)
+// (commas.go).
 // A call of one of the template's macros by name with a keyword argument
 // the macro has no parameter for, or too many positional ones, fails when
 // it runs with jinja2's TypeError (macrocall.go); the engine dropped them.

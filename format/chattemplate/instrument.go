@@ -726,7 +726,9 @@ func checkEngineRepeat(code string) error {
 }
 
 // staticError is a template refused before it runs: it breaks a static
-// limit, or has a tag that the limits cannot be added to.
+// limit, has a tag that the limits cannot be added to, or has what
+// jinja2 refuses when it compiles a template and the engine does not
+// (commas.go, names.go).
 type staticError struct{ msg string }
 
 func (e *staticError) Error() string { return e.msg }

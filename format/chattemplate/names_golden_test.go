@@ -27,12 +27,7 @@ func TestNamesMatchJinja2(t *testing.T) {
 		Vars    json.RawMessage `json:"vars"`
 		Filters []string        `json:"filters"`
 		Tests   []string        `json:"tests"`
-		Cases   []struct {
-			Src       string  `json:"src"`
-			Want      *string `json:"want"`
-			Error     string  `json:"error"`
-			LoadError string  `json:"load_error"`
-		} `json:"cases"`
+		Cases   []loadCase      `json:"cases"`
 	}
 	if err := json.Unmarshal(data, &golden); err != nil {
 		t.Fatalf("golden.json: %v", err)
@@ -51,14 +46,32 @@ func TestNamesMatchJinja2(t *testing.T) {
 			t.Errorf("%s:\n ours   %q\n jinja2 %q", names.what, ours, names.want)
 		}
 	}
-	vars, err := KwargsFromJSON(golden.Vars)
+	checkLoadGolden(t, golden.Vars, golden.Cases)
+}
+
+// loadCase is a case of a golden that records whether jinja2 refused the
+// template when it compiled it (load_error), raised when it rendered it
+// (error) or rendered it (want).
+type loadCase struct {
+	Src       string  `json:"src"`
+	Want      *string `json:"want"`
+	Error     string  `json:"error"`
+	LoadError string  `json:"load_error"`
+}
+
+// checkLoadGolden loads and renders each case as jinja2 did: refused at
+// load (ErrBadTemplate) where jinja2's compiler refused it, else a
+// rendering that fails where jinja2's raised or gives what it rendered.
+func checkLoadGolden(t *testing.T, rawVars json.RawMessage, cases []loadCase) {
+	t.Helper()
+	vars, err := KwargsFromJSON(rawVars)
 	if err != nil {
 		t.Fatalf("golden.json vars: %v", err)
 	}
-	if len(golden.Cases) == 0 {
+	if len(cases) == 0 {
 		t.Fatal("golden.json holds no case")
 	}
-	for _, c := range golden.Cases {
+	for _, c := range cases {
 		tmpl, err := New(c.Src, nil)
 		if c.LoadError != "" {
 			if err == nil || !errors.Is(err, ErrBadTemplate) {

@@ -1,0 +1,104 @@
+package chattemplate
+
+import (
+	"fmt"
+	"strings"
+)
+
+// operatorWords are the names jinja2's expression parser reads as
+// operators, not operands.
+var operatorWords = map[string]bool{"and": true, "or": true, "not": true, "in": true, "is": true, "if": true, "else": true}
+
+// missingComma finds, in the template text src, two operands side by side
+// inside brackets, f(1 2) or [a b], which jinja2's parser refuses
+// (expected token ','), and the engine's reads as if a comma stood
+// between them. Two string literals side by side are one string to
+// jinja2, and a test may take one argument without parentheses
+// (x is divisibleby 3). Outside brackets the engine refuses them itself.
+// It returns jinja2's complaint with the tag's line, or "".
+func missingComma(src string) (string, error) {
+	segs, err := scan(src)
+	if err != nil {
+		return "", err
+	}
+	inRaw := false
+	for _, s := range segs {
+		if s.kind != segExpr && s.kind != segStmt {
+			continue
+		}
+		content := src[s.from:s.to]
+		if inRaw || (s.kind == segStmt && keyword(content) == "raw") {
+			inRaw = s.kind != segStmt || keyword(content) != "endraw"
+			continue
+		}
+		if got := sideBySide(codeTokens(content)); got != "" {
+			return fmt.Sprintf("line %d: expected token ',', got '%s'", s.line, got), nil
+		}
+	}
+	return "", nil
+}
+
+// sideBySide returns jinja2's name for the second of two operands that
+// stand side by side inside brackets in toks, or "".
+func sideBySide(toks []string) string {
+	depth := 0
+	for i, tok := range toks {
+		switch tok {
+		case "(", "[", "{":
+			depth++
+			continue
+		case ")", "]", "}":
+			depth--
+			continue
+		}
+		if depth <= 0 || i == 0 || !startsOperand(tok) || !endsOperand(toks, i-1) {
+			continue
+		}
+		prev := toks[i-1]
+		if isStringToken(prev) && isStringToken(tok) {
+			continue
+		}
+		// x is [not] name arg: a test's one argument.
+		if j := i - 2; isIdent(prev) && j >= 0 && (toks[j] == "is" || (toks[j] == "not" && j > 0 && toks[j-1] == "is")) {
+			continue
+		}
+		return tokenName(tok)
+	}
+	return ""
+}
+
+func isStringToken(tok string) bool { return tok != "" && (tok[0] == '\'' || tok[0] == '"') }
+
+func isNumberToken(tok string) bool { return tok != "" && tok[0] >= '0' && tok[0] <= '9' }
+
+// startsOperand: a literal or a name that is no operator.
+func startsOperand(tok string) bool {
+	return isStringToken(tok) || isNumberToken(tok) || (isIdent(tok) && !operatorWords[tok])
+}
+
+// endsOperand: toks[i] is the last token of an operand: a literal, a
+// closing bracket, a name that is no operator, or any name after a "."
+// (an attribute).
+func endsOperand(toks []string, i int) bool {
+	tok := toks[i]
+	switch {
+	case tok == ")" || tok == "]" || tok == "}":
+		return true
+	case isIdent(tok) && i > 0 && toks[i-1] == ".":
+		return true
+	}
+	return startsOperand(tok)
+}
+
+// tokenName is how jinja2's parser names a token in its errors.
+func tokenName(tok string) string {
+	switch {
+	case isStringToken(tok):
+		return "string"
+	case isNumberToken(tok) && strings.ContainsAny(tok, ".eE") && !strings.HasPrefix(tok, "0x"):
+		return "float"
+	case isNumberToken(tok):
+		return "integer"
+	}
+	return tok
+}

@@ -1,0 +1,30 @@
+package chattemplate
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestCommasMatchJinja2 loads and renders the templates of
+// testdata/commas/golden.json, written by make_golden.py beside it with
+// jinja2 set up as transformers sets it up: two operands side by side in
+// a call's arguments or a list, dict, tuple or subscript refuse the
+// template when it is loaded, as jinja2's parser does (the engine read
+// f(1 2) as f(1, 2)); a test's argument without parentheses, which
+// jinja2 reads, still loads.
+func TestCommasMatchJinja2(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "commas", "golden.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var golden struct {
+		Vars  json.RawMessage `json:"vars"`
+		Cases []loadCase      `json:"cases"`
+	}
+	if err := json.Unmarshal(data, &golden); err != nil {
+		t.Fatalf("golden.json: %v", err)
+	}
+	checkLoadGolden(t, golden.Vars, golden.Cases)
+}

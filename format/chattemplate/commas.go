@@ -102,3 +102,48 @@ func tokenName(tok string) string {
 	}
 	return tok
 }
+
+// adjacentStrings joins string literals that stand side by side in a
+// tag's code, 'a' 'b', as ('a' ~ 'b'): jinja2 reads them as one string,
+// as Python does, where the engine refused them or, in brackets, read
+// two items. The parentheses keep what follows ('a' 'b'|upper) applying
+// to the whole string; the blanks between the literals are kept, line
+// breaks and all, so that errors keep their line numbers.
+func adjacentStrings(code string) string {
+	if !strings.ContainsAny(code, "'\"") {
+		return code
+	}
+	var b strings.Builder
+	last := 0 // code[:last] is written
+	for i := 0; ; {
+		start, end := tagToken(code, i)
+		if start == len(code) {
+			break
+		}
+		i = end
+		if !isStringToken(code[start:end]) {
+			continue
+		}
+		runEnd, n := end, 1
+		for {
+			s, e := tagToken(code, runEnd)
+			if s == len(code) || !isStringToken(code[s:e]) {
+				break
+			}
+			b.WriteString(code[last:start])
+			if n == 1 {
+				b.WriteString("(")
+			}
+			b.WriteString(code[start:runEnd] + code[runEnd:s] + "~ ")
+			last, start, runEnd = s, s, e
+			n++
+		}
+		if n > 1 {
+			b.WriteString(code[last:runEnd] + ")")
+			last = runEnd
+		}
+		i = runEnd
+	}
+	b.WriteString(code[last:])
+	return b.String()
+}

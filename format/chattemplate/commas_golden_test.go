@@ -13,7 +13,9 @@ import (
 // a call's arguments or a list, dict, tuple or subscript refuse the
 // template when it is loaded, as jinja2's parser does (the engine read
 // f(1 2) as f(1, 2)); a test's argument without parentheses, which
-// jinja2 reads, still loads.
+// jinja2 reads, still loads, and string literals side by side are one
+// string, as in jinja2 (the engine refused them, or in brackets read two
+// items).
 func TestCommasMatchJinja2(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("testdata", "commas", "golden.json"))
 	if err != nil {

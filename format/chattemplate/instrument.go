@@ -306,6 +306,7 @@ func (w *rewriter) segment(s segment) error {
 	if err != nil {
 		return err
 	}
+	content = adjacentStrings(content)
 	addIntKeys(content, w.intKeys)
 	w.regions[w.current()].steps += int64(tokens) + 1
 	before := w.out.Len()

@@ -1,8 +1,8 @@
 """Writes golden.json: templates with two operands side by side inside
 brackets (call arguments, list, dict and tuple items, subscripts), which
 jinja2 refuses when it compiles them (expected token ','), and the places
-where jinja2 reads two operands side by side (a test's
-argument without parentheses), each with what jinja2 did, set up
+where jinja2 reads two operands side by side (adjacent string
+literals, one string to jinja2; a test's argument without parentheses), each with what jinja2 did, set up
 as testdata/templates/py/check_jinja2.py sets it up (transformers'
 settings): "load_error" where Environment.from_string refused it, "error"
 where rendering raised, else "want". TestCommasMatchJinja2 checks them.
@@ -44,6 +44,9 @@ CASES = [
     "{% if false %}{{ [1 2] }}{% endif %}ok",
     "{% macro m(a, b) %}{{ a }}{% endmacro %}{{ m(1 2) }}",
     # taken: what jinja2 reads with no comma
+    "{{ ['a' 'b'] }}|{{ s.replace('a' 'b', 'c') }}|{{ [\"x\" 'y' \"z\"] }}|{{ {'k' 'l': 'v' 'w'} }}",
+    "{{ 'a' 'b' }}|{{ 'a' 'b'|upper }}|{{ '%s' '!' % s }}|{{ 'a' 'b'.upper() }}|{{ 'a'\n'b' ~ 'c' }}|{{ 'x' 'y'[1] }}",
+    "{% set y = 'a' 'b' %}{{ y }}|{% if 'a' 'b' == 'ab' %}y{% endif %}|{% for c in 'a' 'b' %}{{ c }}{% endfor %}",
     "{{ [n is divisibleby 3] }}|{{ [n is not divisibleby 3] }}|{{ [n is sameas none] }}|{{ [n is defined] }}",
     "{{ [not n] }}|{{ [1 if n else 2] }}|{{ [n is string] }}|{{ [- 1] }}|{{ [n not in xs] }}|{{ [n in xs and s or d] }}",
     "{{ xs[1:2] }}|{{ d['a'] }}|{{ {'k': [1, (2, 3)]}['k'][1][0] }}|{{ range(1, 3)|list }}|{{ s.replace('a', 'b') }}|{{ dict(a=1, b=2) }}",

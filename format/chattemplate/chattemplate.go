@@ -331,11 +331,11 @@ func (t *Template) add(name, source, origin string) error {
 	if insErr != nil {
 		return &badTemplate{fmt.Errorf("compile: %w", insErr)}
 	}
-	// jinja2's parser refuses two operands with no comma between them,
-	// which the engine reads (commas.go), and its compiler a filter or
-	// test it has not, which the engine reports only when it runs
-	// (names.go).
-	msg, err := missingComma(text)
+	// jinja2's parser refuses two operands with no comma between them
+	// and tests it cannot read, which the engine reads (commas.go), and
+	// its compiler a filter or test it has not, which the engine reports
+	// only when it runs (names.go).
+	msg, err := parseRefusal(text)
 	if err == nil && msg == "" {
 		msg, err = unknownName(text)
 	}

@@ -9,14 +9,16 @@ import (
 // operators, not operands.
 var operatorWords = map[string]bool{"and": true, "or": true, "not": true, "in": true, "is": true, "if": true, "else": true}
 
-// missingComma finds, in the template text src, two operands side by side
-// inside brackets, f(1 2) or [a b], which jinja2's parser refuses
-// (expected token ','), and the engine's reads as if a comma stood
-// between them. Two string literals side by side are one string to
-// jinja2, and a test may take one argument without parentheses
-// (x is divisibleby 3). Outside brackets the engine refuses them itself.
-// It returns jinja2's complaint with the tag's line, or "".
-func missingComma(src string) (string, error) {
+// parseRefusal finds, in the template text src, what jinja2's parser
+// refuses and the engine's reads: two operands side by side inside
+// brackets, f(1 2) or [a b] (expected token ','), which the engine reads
+// as if a comma stood between them, and a test named by what is no name
+// (x is 3) or chained (x is odd is true; testSyntax). Two string literals
+// side by side are one string to jinja2, and a test may take one argument
+// without parentheses (x is divisibleby 3). Outside brackets the engine
+// refuses two operands itself. It returns jinja2's complaint with the
+// tag's line, or "".
+func parseRefusal(src string) (string, error) {
 	segs, err := scan(src)
 	if err != nil {
 		return "", err
@@ -31,8 +33,12 @@ func missingComma(src string) (string, error) {
 			inRaw = s.kind != segStmt || keyword(content) != "endraw"
 			continue
 		}
-		if got := sideBySide(codeTokens(content)); got != "" {
+		toks := codeTokens(content)
+		if got := sideBySide(toks); got != "" {
 			return fmt.Sprintf("line %d: expected token ',', got '%s'", s.line, got), nil
+		}
+		if msg := testSyntax(toks); msg != "" {
+			return fmt.Sprintf("line %d: %s", s.line, msg), nil
 		}
 	}
 	return "", nil
@@ -146,4 +152,33 @@ func adjacentStrings(code string) string {
 	}
 	b.WriteString(code[last:])
 	return b.String()
+}
+
+// testSyntax returns jinja2's complaint about the first test in toks
+// whose name is no name (x is 3, which the engine took for a test named
+// "3" when it ran) or that is followed by another test straight away
+// (x is odd is true, which the engine evaluated), or "".
+func testSyntax(toks []string) string {
+	for i, tok := range toks {
+		if tok != "is" || (i > 0 && toks[i-1] == ".") {
+			continue
+		}
+		j := i + 1
+		if j < len(toks) && toks[j] == "not" {
+			j++
+		}
+		if j == len(toks) {
+			return ""
+		}
+		if !isIdent(toks[j]) {
+			return fmt.Sprintf("expected token 'name', got '%s'", tokenName(toks[j]))
+		}
+		for j+2 < len(toks) && toks[j+1] == "." && isIdent(toks[j+2]) {
+			j += 2
+		}
+		if j+1 < len(toks) && toks[j+1] == "is" {
+			return "You cannot chain multiple tests with is"
+		}
+	}
+	return ""
 }

@@ -16,7 +16,9 @@ import (
 // not must refuse the template when it is loaded (ErrBadTemplate), as
 // jinja2's compiler does, except where jinja2 puts the error off to the
 // rendering (in an {% if %} or an inline if-expression), where the
-// rendering fails only if it runs. The filter and test names jinja2 has
+// rendering fails only if it runs; a test named by what is no name
+// (x is 3) or chained (x is odd is true) refuses it wherever it is, as
+// jinja2's parser does. The filter and test names jinja2 has
 // are checked against jinja2Filters and jinja2Tests.
 func TestNamesMatchJinja2(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("testdata", "names", "golden.json"))

@@ -1,6 +1,7 @@
 """Writes golden.json: templates that name filters and tests jinja2 has
 not, inside and outside the places where jinja2 puts off the error to
-rendering ({% if %} bodies and tests, inline if-expressions), each with
+rendering ({% if %} bodies and tests, inline if-expressions), and tests
+named by what is no name or chained (x is odd is true), each with
 what jinja2 did, set up as testdata/templates/py/check_jinja2.py sets it
 up (transformers' settings): "load_error" where Environment.from_string
 refused it, "error" where rendering raised, else "want". Also the names
@@ -36,6 +37,14 @@ CASES = [
     "{% for x in xs %}{{ x is nosuchtest }}{% endfor %}ok",
     "{{ s|raise_exception }}",
     "{{ s|strftime_now }}",
+    # a test's name must be a name, and one test cannot follow another
+    # straight away, wherever the test is
+    "{{ 3 is 3 }}",
+    "{{ s is 'ab' }}",
+    "{% if f %}{{ 3 is not 3 }}{% endif %}ok",
+    "{{ 3 is odd is true }}",
+    "{% if f %}{{ 3 is not odd is true }}{% endif %}ok",
+    "{{ 4 is divisibleby 2 }}|{{ 3 is in [3] }}|{{ 3 is not none }}|{{ (3 is odd) is true }}|{{ 3 is sameas 3 }}",
     # an if's body starts a frame where jinja2 reports it only when run,
     # but not inside a loop, macro or block in that body
     "{% if f %}{{ s|nosuchfilter }}{% endif %}ok",

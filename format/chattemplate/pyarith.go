@@ -323,3 +323,27 @@ func pyDivisibleby(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Val
 	}
 	return jinja.NewBool((r.IsInt() && r.AsInt() == 0) || (r.IsFloat() && r.AsFloat() == 0)), nil
 }
+
+// oddName and evenName are the variables jinja2's odd and even tests are
+// passed as: the engine's are false for every float (3.0 is odd) and for
+// True, and for a value that is no number, where jinja2 raises; x is odd
+// is rewritten to call ours (pyOps).
+const (
+	oddName  = "__hone_odd"
+	evenName = "__hone_even"
+)
+
+// pyParity is jinja2's odd (value % 2 == 1) or even (value % 2 == 0)
+// test, with Python's % and its errors.
+func pyParity(name string, want int64) func([]jinja.Value, map[string]jinja.Value) (jinja.Value, error) {
+	return func(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+		if len(args) != 1 {
+			return jinja.Undefined(), fmt.Errorf("%s: takes a value, got %d arguments", name, len(args))
+		}
+		r, err := pyMod([]jinja.Value{args[0], jinja.NewInt(2)}, kwargs)
+		if err != nil {
+			return jinja.Undefined(), fmt.Errorf("%s: %w", name, err)
+		}
+		return jinja.NewBool((r.IsInt() && r.AsInt() == want) || (r.IsFloat() && r.AsFloat() == float64(want))), nil
+	}
+}

@@ -36,6 +36,8 @@ func pyCallables() map[string]jinja.Value {
 		unpackName:      jinja.NewCallable("unpack", unpack),
 		divisiblebyName: jinja.NewCallable("divisibleby", pyDivisibleby),
 		badCallName:     jinja.NewCallable("badcall", badCall),
+		oddName:         jinja.NewCallable("odd", pyParity("odd", 1)),
+		evenName:        jinja.NewCallable("even", pyParity("even", 0)),
 	}
 }
 

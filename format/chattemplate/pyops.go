@@ -604,6 +604,13 @@ func (p *opParser) test(operand string) (string, bool) {
 	case p.kindIs('s') || p.kindIs('n') || (p.kindIs('a') && !p.word()) || p.is(0, "[") || p.is(0, "{"):
 		args = "(" + p.str(p.postfix()) + ")"
 	}
+	if (name == "odd" || name == "even") && args == "" {
+		call := oddName
+		if name == "even" {
+			call = evenName
+		}
+		return "(" + neg + call + "(" + operand + "))", !p.failed
+	}
 	if name == "divisibleby" {
 		if args == "" {
 			args = "()"

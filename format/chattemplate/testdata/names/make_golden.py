@@ -1,7 +1,8 @@
 """Writes golden.json: templates that name filters and tests jinja2 has
 not, inside and outside the places where jinja2 puts off the error to
 rendering ({% if %} bodies and tests, inline if-expressions), and tests
-named by what is no name or chained (x is odd is true), each with
+named by what is no name or chained (x is odd is true), and odd and
+even on floats, each with
 what jinja2 did, set up as testdata/templates/py/check_jinja2.py sets it
 up (transformers' settings): "load_error" where Environment.from_string
 refused it, "error" where rendering raised, else "want". Also the names
@@ -65,6 +66,11 @@ CASES = [
     # the filters and tests jinja2 has, spelt as templates spell them
     "{{ s|upper|trim|length }}|{{ xs|join(',')|string }}|{{ s | e }}|{{ s|d('x') }}|{{ xs|first|abs }}",
     "{{ 2 is divisibleby 2 }}|{{ s is not none }}|{{ xs is iterable }}|{{ 1 is sameas 1 }}|{{ 3 is odd }}",
+    # odd and even are Python's value % 2 == 1 and == 0: floats too
+    "{{ 3.0 is odd }}|{{ 2.0 is even }}|{{ 2.5 is odd }}|{{ 2.5 is even }}|{{ -3.0 is odd }}|{{ 3 is odd }}|{{ -4 is even }}",
+    "{{ 3.0 is not odd }}|{{ t is odd }}|{{ xs|length is even }}|{{ 7.0 is odd and 1 }}",
+    "{{ s is odd }}",
+    "{{ none is even }}",
     "{% raw %}{{ s|nosuchfilter }}{% endraw %}{# s|nosuchfilter #}{{ '|nosuchfilter' }}{{ 'is nosuchtest' }}",
 ]
 

@@ -12,7 +12,8 @@ var operatorWords = map[string]bool{"and": true, "or": true, "not": true, "in": 
 // parseRefusal finds, in the template text src, what jinja2's parser
 // refuses and the engine's reads: two operands side by side inside
 // brackets, f(1 2) or [a b] (expected token ','), which the engine reads
-// as if a comma stood between them, and a test named by what is no name
+// as if a comma stood between them, a bare target list ending with a
+// comma (targetRefusal), and a test named by what is no name
 // (x is 3) or chained (x is odd is true; testSyntax). Two string literals
 // side by side are one string to jinja2, and a test may take one argument
 // without parentheses (x is divisibleby 3). Outside brackets the engine
@@ -32,6 +33,9 @@ func parseRefusal(src string) (string, error) {
 		if inRaw || (s.kind == segStmt && keyword(content) == "raw") {
 			inRaw = s.kind != segStmt || keyword(content) != "endraw"
 			continue
+		}
+		if msg := targetRefusal(content); msg != "" {
+			return fmt.Sprintf("line %d: %s", s.line, msg), nil
 		}
 		toks := codeTokens(content)
 		if got := sideBySide(toks); got != "" {
@@ -179,6 +183,41 @@ func testSyntax(toks []string) string {
 		if j+1 < len(toks) && toks[j+1] == "is" {
 			return "You cannot chain multiple tests with is"
 		}
+	}
+	return ""
+}
+
+// targetRefusal returns jinja2's complaint about a {% set %} or {% for %}
+// whose target list ends with a comma outside parentheses (set a, = xs),
+// which the engine read as the list without it, or "".
+func targetRefusal(content string) string {
+	kw := keyword(content)
+	if kw != "set" && kw != "for" {
+		return ""
+	}
+	toks := codeTokens(content)[1:]
+	if len(toks) == 0 || toks[0] == "(" {
+		return ""
+	}
+	end := "="
+	if kw == "for" {
+		end = "in"
+	}
+	for i, tok := range toks {
+		if tok != end {
+			continue
+		}
+		if i == 0 || toks[i-1] != "," {
+			return ""
+		}
+		if kw == "set" {
+			return "unexpected '='"
+		}
+		next := "end of statement block"
+		if i+1 < len(toks) {
+			next = tokenName(toks[i+1])
+		}
+		return fmt.Sprintf("expected token 'in', got '%s'", next)
 	}
 	return ""
 }

@@ -1,6 +1,8 @@
 """Writes golden.json: templates with two operands side by side inside
 brackets (call arguments, list, dict and tuple items, subscripts), which
-jinja2 refuses when it compiles them (expected token ','), and the places
+jinja2 refuses when it compiles them (expected token ','), or a {% set %}
+or {% for %} target list ending with a comma outside parentheses, which it
+refuses too, and the places
 where jinja2 reads two operands side by side (adjacent string
 literals, one string to jinja2; a test's argument without parentheses), each with what jinja2 did, set up
 as testdata/templates/py/check_jinja2.py sets it up (transformers'
@@ -43,6 +45,12 @@ CASES = [
     "{% if n in [1 2] %}y{% endif %}ok",
     "{% if false %}{{ [1 2] }}{% endif %}ok",
     "{% macro m(a, b) %}{{ a }}{% endmacro %}{{ m(1 2) }}",
+    # a bare target list may not end with a comma ({% set a, = … %})
+    "{% set a, = [1] %}{{ a }}",
+    "{% set a, b, = [1, 2] %}{{ a }}",
+    "{% for a, in [[1]] %}{{ a }}{% endfor %}",
+    "{% for a, b, in [[1, 2]] %}{{ a }}{% endfor %}",
+    "{% set (a,) = [1] %}{{ a }}|{% set (a, b,) = [1, 2] %}{{ a }}{{ b }}|{% for (a,) in [[1]] %}{{ a }}{% endfor %}|{% set a, b = 1, 2 %}{{ b }}",
     # taken: what jinja2 reads with no comma
     "{{ ['a' 'b'] }}|{{ s.replace('a' 'b', 'c') }}|{{ [\"x\" 'y' \"z\"] }}|{{ {'k' 'l': 'v' 'w'} }}",
     "{{ 'a' 'b' }}|{{ 'a' 'b'|upper }}|{{ '%s' '!' % s }}|{{ 'a' 'b'.upper() }}|{{ 'a'\n'b' ~ 'c' }}|{{ 'x' 'y'[1] }}",

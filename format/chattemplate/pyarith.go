@@ -347,3 +347,38 @@ func pyParity(name string, want int64) func([]jinja.Value, map[string]jinja.Valu
 		return jinja.NewBool((r.IsInt() && r.AsInt() == want) || (r.IsFloat() && r.AsFloat() == float64(want))), nil
 	}
 }
+
+// negName and posName are the variables Python's unary - and + are passed
+// as (pyOps rewrites -x to call them).
+const (
+	negName = "__hone_neg"
+	posName = "__hone_pos"
+)
+
+// pyUnary is Python's unary - (neg) or + on a number: a bool is an int
+// (-True is -1), and anything else is an error, as in jinja2 (the engine
+// gave 0 for a string, None, a list or an undefined name).
+func pyUnary(op string) func([]jinja.Value, map[string]jinja.Value) (jinja.Value, error) {
+	return func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+		if len(args) != 1 {
+			return jinja.Undefined(), fmt.Errorf("unary %s: takes one operand, got %d", op, len(args))
+		}
+		v := args[0]
+		switch {
+		case v.IsFloat() && op == "-":
+			return jinja.NewFloat(-v.AsFloat()), nil
+		case v.IsFloat():
+			return v, nil
+		case v.IsInt() || v.IsBool():
+			x := intOf(v)
+			if op == "+" {
+				return jinja.NewInt(x), nil
+			}
+			if x == math.MinInt64 {
+				return jinja.Undefined(), errors.New("unary -: the result is too large for a 64-bit int")
+			}
+			return jinja.NewInt(-x), nil
+		}
+		return jinja.Undefined(), fmt.Errorf("bad operand type for unary %s: '%s'", op, pyTypeName(v))
+	}
+}

@@ -38,6 +38,8 @@ func pyCallables() map[string]jinja.Value {
 		badCallName:     jinja.NewCallable("badcall", badCall),
 		oddName:         jinja.NewCallable("odd", pyParity("odd", 1)),
 		evenName:        jinja.NewCallable("even", pyParity("even", 0)),
+		negName:         jinja.NewCallable("-", pyUnary("-")),
+		posName:         jinja.NewCallable("+", pyUnary("+")),
 	}
 }
 

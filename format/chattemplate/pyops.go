@@ -26,7 +26,8 @@ import (
 //   - 1e3 becomes 1.0e3 and 1_000 1000, the numbers jinja2 reads them
 //     as (atom);
 //   - -x|abs becomes (-x)|abs: jinja2 applies filters after a sign
-//     (unary);
+//     (unary), and -x and +x, x no number literal, become
+//     __hone_neg(x) and __hone_pos(x), Python's (signed);
 //   - a < b < c becomes (a < b and b < c), as Python reads it (the engine
 //     compared the bool a < b with c, so 0 < 7 < 5 was True and
 //     1 == 1 == 1 False);
@@ -91,10 +92,45 @@ func pyOps(code string) string {
 // mayRewrite reports whether code has what pyOps rewrites: an operator
 // it calls ours for, a test, a sign before a filter or two comparisons.
 func mayRewrite(code string) bool {
-	return strings.ContainsAny(code, "*/%~") || strings.Contains(code, "is") ||
+	return strings.ContainsAny(code, "*/%~") || strings.Contains(code, "is") || unarySign(code) ||
 		(strings.ContainsAny(code, "-+") && strings.Contains(code, "|")) ||
 		strings.Count(code, "<")+strings.Count(code, ">")+strings.Count(code, "==")+strings.Count(code, "!=") >= 2 ||
 		jinja2OnlyNumber(code)
+}
+
+// unarySign reports whether code may hold a - or + that is a sign, not
+// an operator, on something other than a number literal (-x, -(a), - -1):
+// one after no operand (a name, a literal or a closing bracket) and before
+// no digit, where a keyword (if -x, not -x) counts as no operand.
+func unarySign(code string) bool {
+	prev := "(" // the last token before i: a name, a literal or a byte
+	for i := 0; i < len(code); {
+		c := code[i]
+		switch {
+		case c == '\'' || c == '"':
+			prev, i = "''", skipString(code, i)
+			continue
+		case isIdentByte(c):
+			j := i
+			for j < len(code) && isIdentByte(code[j]) {
+				j++
+			}
+			prev, i = code[i:j], j
+			continue
+		case c == '-' || c == '+':
+			last := prev[len(prev)-1]
+			operand := strings.IndexByte(")]}'", last) >= 0 || (isIdentByte(last) && !statementWords[prev])
+			j := skipSpace(code, i+1)
+			if !operand && j < len(code) && (code[j] < '0' || code[j] > '9') {
+				return true
+			}
+		}
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			prev = code[i : i+1]
+		}
+		i++
+	}
+	return false
 }
 
 // jinja2OnlyNumber reports whether code may hold a number the engine
@@ -479,13 +515,27 @@ func (p *opParser) unary() opNode {
 	return p.filters(n)
 }
 
-// signed: signs and an operand without filters (parseUnary without).
+// signed: signs and an operand without filters (parseUnary without). A
+// sign on anything but a number literal becomes a call of ours, Python's
+// unary - and + (pyNeg): the engine gave 0 for -'ab', -None and -x with x
+// undefined, and 0 for -True, where Python gives -1.
 func (p *opParser) signed() opNode {
 	if p.is(0, "-") || p.is(0, "+") {
 		from := p.from()
+		call := negName
+		if p.is(0, "+") {
+			call = posName
+		}
 		p.pos++
+		literal := p.kindIs('n') && (p.pos+1 == len(p.toks) || !p.is(1, ".") && !p.is(1, "[") && !p.is(1, "("))
 		operand := p.signed()
-		return p.join(from, p.end(), operand)
+		if p.failed || literal {
+			return p.join(from, p.end(), operand)
+		}
+		if from > 0 && isIdentByte(p.code[from-1]) {
+			call = " " + call // in+x: the call must not join the keyword
+		}
+		return opNode{from: from, to: p.end(), text: call + "(" + p.str(operand) + ")"}
 	}
 	return p.postfix()
 }

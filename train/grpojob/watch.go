@@ -29,7 +29,8 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 	// are read (trainer.DeferKwargs), so that a call whose rows all record
 	// their own may add or drop it, as a resume on named files may.
 	flag := o.TemplateKwargs
-	o.MayChange = trainer.DeferKwargs(append(o.MayChange, "watch_dir"))
+	o.MayChange = append(o.MayChange, "watch_dir")
+	trainer.DeferKwargs(&o.Options)
 	prep, err := trainer.Setup(ctx, base, &o.Options, o, trainer.ResumeQuiet, log)
 	if err != nil {
 		return err

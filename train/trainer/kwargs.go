@@ -99,17 +99,19 @@ func orNone(text string) string {
 	return text
 }
 
-// DeferKwargs is mayChange with the config key of --chat-template-kwargs
-// added, for a job that learns which rows it trains only once Setup holds
-// the run's lock (grpo --watch-dir: the manifest read under it names the
-// new files or the unfinished session's), so that Setup cannot yet tell
-// whether the flag lays out any of them. Setup then passes over the flag
-// and gives o the run's saved value (keepIdleKwargs); the job reads its
-// rows under the command's flag and compares it with the run's there
-// (CheckDeferredKwargs), as RowKwargs.MayChange lets a job that reads
-// its rows before Setup.
-func DeferKwargs(mayChange []string) []string {
-	return append(slices.Clone(mayChange), kwargsKey)
+// DeferKwargs adds the config key of --chat-template-kwargs to
+// o.MayChange, for a job that learns which rows it trains only once Setup
+// holds the run's lock (grpo --watch-dir: the manifest read under it
+// names the new files or the unfinished session's), so that Setup cannot
+// yet tell whether the flag lays out any of them. Setup then passes over
+// the flag and gives o the run's saved value (keepIdleKwargs), and leaves
+// a resume's new checkpoint options unapplied, since the call may yet be
+// refused; the job reads its rows under the command's flag and compares
+// it with the run's there (CheckDeferredKwargs), as RowKwargs.MayChange
+// lets a job that reads its rows before Setup.
+func DeferKwargs(o *Options) {
+	o.MayChange = append(slices.Clone(o.MayChange), kwargsKey)
+	o.deferKwargs = true
 }
 
 // CheckDeferredKwargs is the comparison DeferKwargs put off, once the rows
@@ -119,8 +121,22 @@ func DeferKwargs(mayChange []string) []string {
 // (k.MayChange names the key: each recorded its own) or equals the
 // run's, o takes the run's value, which the steps save; otherwise it is
 // the usage error Setup gives for a changed option. A nil k, or one that
-// read no row (nothing new), leaves the flag compared.
+// read no row (nothing new), leaves the flag compared. The call not
+// refused, the checkpoint options Setup left unapplied are applied.
 func CheckDeferredKwargs(prep *Prepared, o *Options, run string, k *RowKwargs) error {
+	if err := compareDeferredKwargs(prep, o, run, k); err != nil {
+		return err
+	}
+	apply := prep.applyDeferred
+	prep.applyDeferred = nil
+	if apply == nil {
+		return nil
+	}
+	return apply()
+}
+
+// compareDeferredKwargs is CheckDeferredKwargs's comparison.
+func compareDeferredKwargs(prep *Prepared, o *Options, run string, k *RowKwargs) error {
 	if prep.Done == 0 {
 		return nil
 	}

@@ -118,6 +118,9 @@ type Options struct {
 	// checkpoint options (checkpointKeys): GRPO's "inputs", since
 	// new trajectory files start a new session of the same run.
 	MayChange []string `json:"-"`
+	// deferKwargs is set by DeferKwargs: a resume's new checkpoint options
+	// wait for CheckDeferredKwargs, which may still refuse the call.
+	deferKwargs bool
 }
 
 // ScheduleStepsUsage is the help of --schedule-steps, grows naming how a
@@ -366,6 +369,10 @@ type Prepared struct {
 	Done   int              // steps already done (0 for a fresh run)
 	State  checkpoint.State // of the restored step
 	unlock func()
+	// applyDeferred applies a resume's new checkpoint options, which Setup
+	// leaves to CheckDeferredKwargs where the job set DeferKwargs; nil
+	// when there is nothing left to apply.
+	applyDeferred func() error
 }
 
 // Close frees the optimizer's and the adapter's memory on the model's
@@ -559,7 +566,12 @@ func Setup(ctx context.Context, base *Base, o *Options, config any, resume Resum
 		if err := repairEval(run, last, log); err != nil {
 			return nil, err
 		}
-		if err := applyCheckpointChanges(run, last, saved, now, o, log); err != nil {
+		// A call that DeferKwargs may yet refuse changes nothing of the
+		// run's: its new --keep-last pruned steps before the refusal.
+		apply := func() error { return applyCheckpointChanges(run, last, saved, now, o, log) }
+		if o.deferKwargs {
+			prep.applyDeferred = apply
+		} else if err := apply(); err != nil {
 			return nil, err
 		}
 		if log != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/hone-rl/hone/format/runfolder"
+	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/internal/stageerr"
 )
 
@@ -153,5 +154,44 @@ func TestWatchPendingObjectChangedNamesItWithoutQuery(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "needs s3://bkt/incoming/round1.parquet unchanged") ||
 		!strings.Contains(err.Error(), "nor s3://bkt/incoming/ holds") || strings.Contains(err.Error(), "endpoint=") {
 		t.Errorf("the call after the object changed: %v; want an error naming s3://bkt/incoming/round1.parquet and s3://bkt/incoming/ without their query", err)
+	}
+}
+
+// TestWatchHeldOutObjectsWarnWithoutQuery: the warning that a watched
+// folder's new files hold only held-out rows (consumed untrained) names
+// each object as the user does, without the query that opens its bucket
+// (endpoint=…&use_path_style=…), which it printed for every file listed.
+func TestWatchHeldOutObjectsWarnWithoutQuery(t *testing.T) {
+	dir := t.TempDir()
+	md := tinyModel(t, dir)
+	s := startObjectGets(t, "bkt")
+	local := filepath.Join(dir, "eval.parquet")
+	writeGroups(t, md, local, 2, 3, varied)
+	gs, err := trajectory.ReadFile(context.Background(), local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for gi := range gs {
+		for ti := range gs[gi].Trajectories {
+			gs[gi].Trajectories[ti].Split = trajectory.SplitVal
+		}
+	}
+	if err := trajectory.WriteFile(context.Background(), "s3://bkt/in/eval.parquet"+s.query, gs, trajectory.WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	o := baseOptions(md, filepath.Join(dir, "adapters"), "w")
+	o.WatchDir = "s3://bkt/in/" + s.query
+	var log bytes.Buffer
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	var warn string
+	for _, line := range strings.Split(log.String(), "\n") {
+		if strings.Contains(line, "level=WARN") && strings.Contains(line, "recorded as consumed") {
+			warn = line
+		}
+	}
+	if !strings.Contains(warn, "s3://bkt/in/eval.parquet") || strings.Contains(warn, "endpoint=") {
+		t.Errorf("a watched folder of held-out rows warned %q; want a warning naming s3://bkt/in/eval.parquet without its query\n%s", warn, log.String())
 	}
 }

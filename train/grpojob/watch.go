@@ -94,7 +94,8 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 		// and refusing them would fail every call until a file of train
 		// rows landed. They are consumed untrained, so no call reads them
 		// again.
-		log.Warn("nothing to train: the new files hold only trajectories of split val or test (held-out data); they are recorded as consumed", "files", files, "run", run.Dir, "step", prep.Done)
+		log.Warn("nothing to train: the new files hold only trajectories of split val or test (held-out data); they are recorded as consumed",
+			"files", trainer.InputList(files), "run", run.Dir, "step", prep.Done) // objects without their bucket query
 		for _, f := range sess.Files {
 			f.Step = prep.Done
 			man.Consumed = append(man.Consumed, f)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -193,5 +194,33 @@ func TestWatchHeldOutObjectsWarnWithoutQuery(t *testing.T) {
 	}
 	if !strings.Contains(warn, "s3://bkt/in/eval.parquet") || strings.Contains(warn, "endpoint=") {
 		t.Errorf("a watched folder of held-out rows warned %q; want a warning naming s3://bkt/in/eval.parquet without its query\n%s", warn, log.String())
+	}
+}
+
+// TestWatchLogNamesObjectsWithoutQuery: a --watch-dir call on an object
+// folder names the folder and its objects in its log as the user does,
+// without the query that opens the bucket (endpoint=…&use_path_style=…):
+// the note on an object deleted between the listing and its read, and
+// the "nothing new" line of every call that finds nothing, printed it.
+func TestWatchLogNamesObjectsWithoutQuery(t *testing.T) {
+	dir := t.TempDir()
+	md := tinyModel(t, dir)
+	s := startObjectGets(t, "bkt")
+	s.put(t, "bkt", "in/gone.parquet", []byte("PAR1"))
+	s.mu.Lock()
+	s.before = func(r *http.Request) {
+		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/in/gone.parquet") {
+			_, _ = s.be.DeleteObject("bkt", "in/gone.parquet") // deleted once listed
+		}
+	}
+	s.mu.Unlock()
+	o := baseOptions(md, filepath.Join(dir, "adapters"), "w")
+	o.WatchDir = "s3://bkt/in/" + s.query
+	var log bytes.Buffer
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	if !strings.Contains(log.String(), "s3://bkt/in/gone.parquet") || !strings.Contains(log.String(), "nothing new") || strings.Contains(log.String(), "endpoint=") {
+		t.Errorf("a call on a folder whose one object went before it was read logged:\n%s\nwant s3://bkt/in/gone.parquet named and \"nothing new\", without the bucket query", log.String())
 	}
 }

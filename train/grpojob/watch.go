@@ -69,7 +69,7 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 			if err := trainer.CheckDeferredKwargs(prep, &o.Options, runKwargs, nil); err != nil {
 				return err
 			}
-			log.Info("nothing new", "watch_dir", o.WatchDir, "files_consumed", len(man.Consumed), "run", run.Dir, "step", prep.Done)
+			log.Info("nothing new", "watch_dir", fileset.DisplayName(o.WatchDir), "files_consumed", len(man.Consumed), "run", run.Dir, "step", prep.Done)
 			return nil
 		}
 		sess.EndStep = -1
@@ -221,7 +221,7 @@ func listNew(ctx context.Context, watchDir string, man *checkpoint.Manifest, log
 			// Deleted since the listing (a cleanup job, a writer moving
 			// it on): nothing to train, and no reason to fail the call
 			// and hold back the other files.
-			log.Info("a listed file was gone before it was read: passed over", "file", name)
+			log.Info("a listed file was gone before it was read: passed over", "file", fileset.DisplayName(name))
 			continue
 		}
 		if err != nil {

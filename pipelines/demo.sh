@@ -26,6 +26,9 @@
 #                  e.g. "cmd=python3 env.py" for stdio
 #   WARMUP_POLICY  scripted policy imitated by the warm-up (--policy
 #                  scripted:NAME; default mix)
+#   WARMUP_EPISODES  episodes of it played for the warm-up (default 4000;
+#                  a stdio program pays two process starts an episode, so
+#                  a few hundred keep a first try short)
 #   SCORERS        hone-score --scorer specs in order, separated by ";"
 #                  (default "env;formula:$REWARD")
 #   EVAL_METRIC    the environment metric whose mean per held-out episode is
@@ -82,6 +85,7 @@ else
 	uses_n_turns=
 fi
 WARMUP_POLICY=${WARMUP_POLICY:-mix}  # scripted play imitated by the warm-up
+WARMUP_EPISODES=${WARMUP_EPISODES:-4000}  # its episodes the warm-up imitates
 MODEL=${MODEL:-}                 # a model folder to use instead of a tiny random one
 MAX_TOKENS=${MAX_TOKENS:-4}
 SFT_STEPS=${SFT_STEPS:-300}
@@ -126,6 +130,7 @@ if [ -n "$uses_n_turns" ]; then
 fi
 whole MAX_TOKENS 1
 whole SFT_STEPS 0
+whole WARMUP_EPISODES 1
 whole ROUNDS 1
 whole RL_GROUPS 1
 whole GSIZE 1
@@ -215,7 +220,7 @@ else
 fi
 
 if [ "$SFT_STEPS" -gt 0 ]; then
-	log "2/7 warm-up data: scripted $WARMUP_POLICY"
+	log "2/7 warm-up data: $WARMUP_EPISODES episodes of scripted $WARMUP_POLICY"
 	# One episode first, laid out with the model's chat template as the
 	# SFT warm-up lays out every row (hone-inspect render --ids): a policy
 	# whose rows the template cannot hold (a tool call, and a template
@@ -231,7 +236,7 @@ if [ "$SFT_STEPS" -gt 0 ]; then
 		exit "$rc"
 	fi
 	rm -f "$OUT"/data/probe.parquet "$OUT"/data/probe.jsonl
-	logged "$OUT"/data/collect.log "$BIN"/hone-collect "${ENV_ARGS[@]}" --groups 4000 -G 1 --policy "scripted:$WARMUP_POLICY" \
+	logged "$OUT"/data/collect.log "$BIN"/hone-collect "${ENV_ARGS[@]}" --groups "$WARMUP_EPISODES" -G 1 --policy "scripted:$WARMUP_POLICY" \
 		--seed $((100000 + SEED)) --run warmup-data -o "$OUT"/data/warmup.parquet
 
 	log "3/7 SFT warm-up: $SFT_STEPS steps"

@@ -856,7 +856,7 @@ func TestDemoCancelLeavesNothing(t *testing.T) {
 // range, not as "not a whole number".
 func TestDemoRefusesBadKnobs(t *testing.T) {
 	ctx, root, bin := loopSetup(t)
-	for _, knob := range []string{"SFT_STEPS=3OO", "ROUNDS=0", "GSIZE=-2", "SEED=08", "SEED=x", "EVAL_EPISODES=two", "THREADS=1.5", "SEED=1234567890"} {
+	for _, knob := range []string{"SFT_STEPS=3OO", "ROUNDS=0", "GSIZE=-2", "SEED=08", "SEED=x", "EVAL_EPISODES=two", "THREADS=1.5", "SEED=1234567890", "WARMUP_EPISODES=4k"} {
 		out := filepath.Join(t.TempDir(), "demo")
 		stdout, stderr, err := tinyRunInto(ctx, t, root, "./pipelines/demo.sh", bin, out, knob)
 		var ee *exec.ExitError
@@ -909,6 +909,32 @@ func TestDemoWarmupTemplateCheckedFirst(t *testing.T) {
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(stderr, "no tool-call format") || !strings.Contains(stderr, "WARMUP_POLICY=calculator") {
 		t.Fatalf("demo.sh with a warm-up the template cannot lay out: %v, want exit 2 naming WARMUP_POLICY and the template's lack\n%s%s", err, stdout, stderr)
+	}
+}
+
+// TestDemoWarmupEpisodes: WARMUP_EPISODES sets how many scripted episodes
+// the SFT warm-up imitates. The count was fixed at 4000, which a stdio
+// program (two processes an episode, tens of milliseconds each) took about
+// 14 minutes to play on 2 cores, before a loop a user only wanted to try.
+func TestDemoWarmupEpisodes(t *testing.T) {
+	ctx, root, bin := loopSetup(t)
+	out := filepath.Join(t.TempDir(), "demo")
+	stdout, stderr, err := tinyRunInto(ctx, t, root, "./pipelines/demo.sh", bin, out, "SFT_STEPS=2", "WARMUP_EPISODES=40")
+	if err != nil {
+		t.Fatalf("demo.sh with WARMUP_EPISODES=40: %v\n%s%s", err, stdout, stderr)
+	}
+	st, err := exec.CommandContext(ctx, filepath.Join(bin, "hone-inspect"), "stats", "--json", filepath.Join(out, "data", "warmup.parquet")).Output()
+	if err != nil {
+		t.Fatalf("hone-inspect stats on the warm-up data: %v", err)
+	}
+	var s struct {
+		Trajectories int `json:"trajectories"`
+	}
+	if err := json.Unmarshal(st, &s); err != nil {
+		t.Fatalf("stats: %v\n%s", err, st)
+	}
+	if s.Trajectories != 40 {
+		t.Errorf("the warm-up data holds %d episodes, want the 40 WARMUP_EPISODES asks for", s.Trajectories)
 	}
 }
 

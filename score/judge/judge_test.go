@@ -459,10 +459,26 @@ func TestOpenAIAnswerCutAtTokenLimit(t *testing.T) {
 			if !errors.As(err, &je) || je.Kind != "malformed" || je.Usage.CompletionTokens != 64 {
 				t.Fatalf("err = %v, want a malformed answer that cost its tokens", err)
 			}
-			if !strings.Contains(err.Error(), "stopped at its token limit (64 tokens") {
-				t.Fatalf("err = %v, want it to say the answer was cut at the 64-token limit", err)
+			if !strings.Contains(err.Error(), "stopped at its token limit (64 tokens") || !strings.Contains(err.Error(), "raise --judge-max-tokens") {
+				t.Fatalf("err = %v, want it to say the answer was cut at the 64-token limit and which flag raises it", err)
 			}
 		})
+	}
+}
+
+// An answer cut at the server's own default (no --judge-max-tokens: a
+// hone-serve judge started with --max-tokens 8, as README's round starts
+// it) said "raise the limit" without naming how: the error names
+// --judge-max-tokens, the flag that sends one.
+func TestOpenAIAnswerCutAtServerDefault(t *testing.T) {
+	body, _ := json.Marshal(map[string]any{"id": "x", "object": "chat.completion", "model": "judge-m",
+		"choices": []any{map[string]any{"index": 0, "finish_reason": "length",
+			"message": map[string]any{"role": "assistant", "content": `{"scores`}}},
+		"usage": map[string]any{"prompt_tokens": 50, "completion_tokens": 8, "total_tokens": 58}})
+	s := judgetest.NewServer(t, func(int, judgetest.Request) judgetest.Reply { return judgetest.Reply{Body: string(body)} })
+	_, err := judge.NewOpenAI(judge.OpenAIOptions{BaseURL: s.BaseURL(), Timeout: 10 * time.Second}).Judge(context.Background(), req3)
+	if err == nil || !strings.Contains(err.Error(), "the server's default") || !strings.Contains(err.Error(), "--judge-max-tokens") {
+		t.Fatalf("err = %v, want it to name the server's default and --judge-max-tokens", err)
 	}
 }
 

@@ -148,8 +148,8 @@ func (o *OpenAI) Judge(ctx context.Context, req Request) (Verdict, error) {
 		if resp.Choices[0].FinishReason == "length" {
 			// Else the error reads "unexpected EOF" or, from a reasoning
 			// judge that spent the limit thinking, "empty answer".
-			je.Err = fmt.Errorf("%w: the judge stopped at its token limit (%s, its thinking included; it wrote %d tokens): raise the limit",
-				je.Err, o.limitWords(), resp.Usage.CompletionTokens)
+			je.Err = fmt.Errorf("%w: the judge stopped at its token limit (%s, its thinking included; it wrote %d tokens): %s",
+				je.Err, o.limitWords(), resp.Usage.CompletionTokens, o.raiseWords())
 		}
 		return Verdict{}, je
 	}
@@ -210,6 +210,16 @@ func (o *OpenAI) limitWords() string {
 		return fmt.Sprintf("%d tokens", o.opts.MaxTokens)
 	}
 	return "the server's default"
+}
+
+// raiseWords says how to give the judge more room, naming hone-score's
+// flag: "raise the limit" left a user of a server whose own default was
+// small (hone-serve --max-tokens 8) with no way to tell which limit.
+func (o *OpenAI) raiseWords() string {
+	if o.opts.MaxTokens > 0 {
+		return "raise --judge-max-tokens (within the server's own cap, such as hone-serve's --max-tokens)"
+	}
+	return "set --judge-max-tokens above it (within the server's own cap, such as hone-serve's --max-tokens)"
 }
 
 // classify turns a client error into a judge Error, deciding whether a

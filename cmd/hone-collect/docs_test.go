@@ -214,6 +214,7 @@ func TestDocStdioEnv(t *testing.T) {
 			t.Errorf("%s: error %q, reward %v, metrics %v, env %q, model %q", tr.ID, tr.Error, tr.Reward, tr.Metrics, tr.Env, tr.Model)
 		}
 	}
+	docSameTinyModel(t, blocks[1])
 	docRunBlock(t, dir, path, docFreePorts(t, blocks[1], "8000"))
 	docCheckModelRun(t, filepath.Join(dir, "out/arith-tiny.parquet"), 8, "arith")
 	docRunBlock(t, dir, path, blocks[2])
@@ -225,6 +226,33 @@ func TestDocStdioEnv(t *testing.T) {
 	t.Setenv("BIN", binDir)
 	docRunBlock(t, dir, path, blocks[3])
 	docCheckLoop(t, filepath.Join(dir, "out/arith-loop"))
+}
+
+// docSameTinyModel: the page's out/tiny is made by README's round's own
+// init-model command, since the page says that round may have made it and
+// a reader goes on to train it as the round does. The page made it with
+// init-model's defaults (--init-std 0.02), on which a LoRA warm-up learned
+// next to nothing, where README's --init-std 0.3 learns.
+func docSameTinyModel(t *testing.T, b docBlock) {
+	t.Helper()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var round string
+	for _, ln := range strings.Split(string(readme), "\n") {
+		if strings.HasPrefix(ln, "bin/hone-train init-model ") && strings.HasSuffix(ln, " -o out/tiny") {
+			round = ln
+			break
+		}
+	}
+	if round == "" {
+		t.Fatal("README.md has no round making out/tiny with bin/hone-train init-model")
+	}
+	joined := strings.Join(strings.Fields(strings.ReplaceAll(b.code, "\\\n", " ")), " ")
+	if !strings.Contains(joined, round) {
+		t.Errorf("the block at line %d makes out/tiny otherwise than README's round (%s):\n%s", b.line, round, b.code)
+	}
 }
 
 // docCheckLoop: demo.sh's run in out wrote its summary (the base model and

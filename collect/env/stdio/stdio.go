@@ -504,9 +504,17 @@ func (p *proc) call(ctx context.Context, req any, out any) error {
 		return nil
 	case <-ctx.Done():
 		p.close()
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("stdio: %s: %w: no response came; %s", op, ctx.Err(), bufferedHint)
+		}
 		return fmt.Errorf("stdio: %s: %w", op, ctx.Err())
 	}
 }
+
+// bufferedHint names the usual cause of a program that never answers: its
+// stdout is a pipe, which Python's print and C's stdio buffer until exit,
+// so the response sits unwritten while hone-collect waits for it.
+const bufferedHint = "a program that buffers its stdout (Python's print without flush=True, C's printf without fflush) answers only when it exits: flush after each response"
 
 // close ends the process: stdin closed, then, once it exited or after
 // 500 ms, its process group (on Unix) killed, so that what a wrapper

@@ -256,6 +256,25 @@ func TestHelloFailureQuotesStderr(t *testing.T) {
 	}
 }
 
+// A Python program that prints its responses without flush=True answers
+// nothing while it runs: its stdout is a pipe, which Python buffers. The
+// run waited a minute and said only "context deadline exceeded (no answer
+// within --start-timeout 1m0s)"; the error now says what the likely cause
+// is and how to fix it.
+func TestHelloTimeoutNamesBuffering(t *testing.T) {
+	py := python(t)
+	// Unbuffered, as some shells and CI images set it, the program answers.
+	t.Setenv("PYTHONUNBUFFERED", "")
+	script := filepath.Join(t.TempDir(), "env.py")
+	os.WriteFile(script, []byte("import sys,json\nfor line in sys.stdin:\n    print(json.dumps({'name':'buffered'}))\n"), 0o644)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, err := stdio.New(ctx, []string{py, "-S", script}, "")
+	if err == nil || !strings.Contains(err.Error(), "flush=True") || !strings.Contains(err.Error(), "context deadline exceeded") {
+		t.Fatalf("got %v, want the deadline and the hint to flush each response", err)
+	}
+}
+
 // A program that writes a line longer than the limit (here endless output
 // with no newline, stopped at 1 MiB) fails the request at once, saying so,
 // rather than growing the reader's memory until the episode's deadline.

@@ -504,7 +504,11 @@ func (p *proc) call(ctx context.Context, req any, out any) error {
 		return nil
 	case <-ctx.Done():
 		p.close()
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		// Only the first request of a process can wait on a buffered
+		// stdout: once a response came through the pipe, the program
+		// flushes, and a later request that times out is slow, not
+		// buffered.
+		if p.sent == 1 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return fmt.Errorf("stdio: %s: %w: no response came; %s", op, ctx.Err(), bufferedHint)
 		}
 		return fmt.Errorf("stdio: %s: %w", op, ctx.Err())

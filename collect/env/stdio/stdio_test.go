@@ -275,6 +275,39 @@ func TestHelloTimeoutNamesBuffering(t *testing.T) {
 	}
 }
 
+// A program that already answered on its process (hello, reset), each
+// response flushed, and then takes longer than the deadline over a step
+// (a slow tool, a test suite) does not buffer its stdout: the timeout must
+// not tell its author to flush, which they do, and send them looking for
+// the wrong cause.
+func TestSlowStepTimeoutDoesNotBlameBuffering(t *testing.T) {
+	py := python(t)
+	e := scriptEnv(t, py, `import sys,json
+for line in sys.stdin:
+    req = json.loads(line)
+    if req['op'] == 'hello':
+        print(json.dumps({'name':'slow'}), flush=True)
+    elif req['op'] == 'reset':
+        print(json.dumps({'messages':[{'role':'user','content':'go'}]}), flush=True)
+    # a step gets no answer within the deadline: the program is busy
+`)
+	ctx := context.Background()
+	ep, err := e.NewEpisode(ctx, env.Scenario{ID: "s"}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	if _, err := ep.Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	_, err = ep.Step(c, env.Turn{Message: env.Assistant("hi")})
+	if err == nil || !strings.Contains(err.Error(), "context deadline exceeded") || strings.Contains(err.Error(), "flush") {
+		t.Fatalf("step past its deadline after a flushed reset: %v; want the deadline, without the hint to flush (its responses came)", err)
+	}
+}
+
 // A program that writes a line longer than the limit (here endless output
 // with no newline, stopped at 1 MiB) fails the request at once, saying so,
 // rather than growing the reader's memory until the episode's deadline.

@@ -482,6 +482,31 @@ func TestOpenAIAnswerCutAtServerDefault(t *testing.T) {
 	}
 }
 
+// Where the server's limit, not --judge-max-tokens, cut the answer, the
+// flag cannot help: hone-serve's --max-tokens is both its default and its
+// cap (a --judge-max-tokens above it is a 400), vLLM's default is the rest
+// of its context, and a max_new_tokens of its generation config clamps a
+// larger max_tokens. The error said to set or raise --judge-max-tokens;
+// it says to raise the server's limit.
+func TestOpenAIAnswerCutByServerLimitNamesIt(t *testing.T) {
+	for name, c := range map[string]struct{ flag, wrote int }{
+		"no --judge-max-tokens": {0, 8},
+		"clamped below it":      {64, 16},
+	} {
+		t.Run(name, func(t *testing.T) {
+			body, _ := json.Marshal(map[string]any{"id": "x", "object": "chat.completion", "model": "judge-m",
+				"choices": []any{map[string]any{"index": 0, "finish_reason": "length",
+					"message": map[string]any{"role": "assistant", "content": `{"scores`}}},
+				"usage": map[string]any{"prompt_tokens": 50, "completion_tokens": c.wrote, "total_tokens": 50 + c.wrote}})
+			s := judgetest.NewServer(t, func(int, judgetest.Request) judgetest.Reply { return judgetest.Reply{Body: string(body)} })
+			_, err := judge.NewOpenAI(judge.OpenAIOptions{BaseURL: s.BaseURL(), Timeout: 10 * time.Second, MaxTokens: int64(c.flag)}).Judge(context.Background(), req3)
+			if err == nil || !strings.Contains(err.Error(), "raise the server's limit") || strings.Contains(err.Error(), "raise --judge-max-tokens") || strings.Contains(err.Error(), "set --judge-max-tokens above it") {
+				t.Fatalf("--judge-max-tokens %d, cut at %d tokens: err = %v, want it to say to raise the server's limit, not the flag", c.flag, c.wrote, err)
+			}
+		})
+	}
+}
+
 // A gateway that answers an upstream failure with a 200 whose body is an
 // error object (OpenRouter does, for a provider's 429 or 502) failed as
 // "response has no choices", hiding what the gateway said. The error now

@@ -149,7 +149,7 @@ func (o *OpenAI) Judge(ctx context.Context, req Request) (Verdict, error) {
 			// Else the error reads "unexpected EOF" or, from a reasoning
 			// judge that spent the limit thinking, "empty answer".
 			je.Err = fmt.Errorf("%w: the judge stopped at its token limit (%s, its thinking included; it wrote %d tokens): %s",
-				je.Err, o.limitWords(), resp.Usage.CompletionTokens, o.raiseWords())
+				je.Err, o.limitWords(), resp.Usage.CompletionTokens, o.raiseWords(resp.Usage.CompletionTokens))
 		}
 		return Verdict{}, je
 	}
@@ -212,14 +212,23 @@ func (o *OpenAI) limitWords() string {
 	return "the server's default"
 }
 
-// raiseWords says how to give the judge more room, naming hone-score's
-// flag: "raise the limit" left a user of a server whose own default was
-// small (hone-serve --max-tokens 8) with no way to tell which limit.
-func (o *OpenAI) raiseWords() string {
-	if o.opts.MaxTokens > 0 {
-		return "raise --judge-max-tokens (within the server's own cap, such as hone-serve's --max-tokens)"
+// raiseWords says how to give the judge more room, given that it wrote
+// wrote tokens: "raise the limit" left a user with no way to tell which.
+// The flag helps only where it was the limit: hone-serve's --max-tokens is
+// its default and its cap alike (a larger max_tokens is a 400), vLLM's
+// default is the rest of its context, and a generation config's
+// max_new_tokens (vLLM's or hone-serve's --generation-config auto) clamps
+// a larger max_tokens, so a cut at the server's default, or below the
+// flag, is the server's limit to raise.
+func (o *OpenAI) raiseWords(wrote int64) string {
+	const server = "raise the server's limit (hone-serve's --max-tokens, its default and cap alike; vLLM's context, --max-model-len, or its generation_config.json max_new_tokens)"
+	switch {
+	case o.opts.MaxTokens <= 0:
+		return server + ", or, on a server whose default is below its cap, set --judge-max-tokens"
+	case wrote > 0 && wrote < o.opts.MaxTokens:
+		return fmt.Sprintf("fewer than --judge-max-tokens %d asked for, so the server cut it at a limit of its own: %s", o.opts.MaxTokens, server)
 	}
-	return "set --judge-max-tokens above it (within the server's own cap, such as hone-serve's --max-tokens)"
+	return "raise --judge-max-tokens (within the server's own cap, such as hone-serve's --max-tokens)"
 }
 
 // classify turns a client error into a judge Error, deciding whether a

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/hone-rl/hone/format/hfconfig"
 	"github.com/hone-rl/hone/format/modelfolder"
@@ -61,6 +62,19 @@ func stopTokens(mode string, g *hfconfig.GenerationConfig, f *modelfolder.Folder
 		return f.StopTokens
 	}
 	return modelfolder.StopTokens(g.EOSTokenIDs, f.Template, f.Tokenizer)
+}
+
+// droppedStops are the ids of model (the model folder's stop tokens) that
+// stops (what replies stop on) leaves out: under --generation-config
+// <folder>, those its generation_config.json does not list.
+func droppedStops(model, stops []int) []int {
+	var out []int
+	for _, id := range model {
+		if !slices.Contains(stops, id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // loadGenDefaults reads the defaults of mode (Options.GenerationConfig)

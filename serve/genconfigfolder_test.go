@@ -1,6 +1,8 @@
 package serve
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -12,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/hone-rl/hone/internal/waitfor"
+	"github.com/hone-rl/hone/kernels/ref"
 )
 
 // TestGenerationConfigFolder: as vLLM's --generation-config <folder>, the
@@ -132,5 +135,36 @@ func TestGenerationConfigFolderEOS(t *testing.T) {
 	}
 	if again, _ := greedy(ts, true); !slices.Equal(again, ids) {
 		t.Errorf("ignore_eos: %v, want %v: the folder's eos ids are eos ids, which ignore_eos ignores", again, ids)
+	}
+}
+
+// TestGenerationConfigFolderWarnsOfDroppedStops: a --generation-config
+// folder whose generation_config.json lists fewer eos ids than the model
+// folder's (a file of sampling settings alone, none) makes replies run on
+// past ids that hone-train ends a trained turn at (Llama 3's <|eot_id|>
+// where the tokenizer's eos_token is <|end_of_text|>), as vLLM runs on,
+// without a word. The server now warns at start, naming those ids (256
+// here: 258 is also the tokenizer's eos_token, stopped on either way); a
+// folder that lists them all is not warned of.
+func TestGenerationConfigFolderWarnsOfDroppedStops(t *testing.T) {
+	backend := ref.New()
+	for _, c := range []struct {
+		eos  string
+		warn bool
+	}{{`[5]`, true}, {`[258, 256]`, false}} {
+		gdir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(gdir, "generation_config.json"), []byte(`{"temperature":0.7,"eos_token_id":`+c.eos+`}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var logs bytes.Buffer
+		s, err := NewServer(Options{Model: tinyDir(t), GenerationConfig: gdir, Backend: backend, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Engine().Shutdown(context.Background())
+		warned := strings.Contains(logs.String(), "level=WARN") && strings.Contains(logs.String(), "ids=[256]") && strings.Contains(logs.String(), "eos_token_id")
+		if warned != c.warn {
+			t.Errorf("folder eos_token_id %s over the model folder's [258 256] (258 the tokenizer's eos_token, which stays): warned %v, want %v; log:\n%s", c.eos, warned, c.warn, logs.String())
+		}
 	}
 }

@@ -126,6 +126,11 @@ func NewServer(o Options) (*Server, error) {
 	// trained turn at; under --generation-config <folder>, that folder's
 	// (stopTokens).
 	stops := stopTokens(o.GenerationConfig, gcfg, f)
+	if dropped := droppedStops(f.StopTokens, stops); len(dropped) > 0 {
+		// vLLM runs on past them without a word; the rows collected
+		// would not end their turns where hone-train ends them.
+		o.Log.Warn("replies do not stop on the model folder's eos ids that "+gsrc+" leaves out of its eos_token_id (as in vLLM, which reads that file instead); hone-train ends a trained turn at them: list them there to stop on them", "ids", dropped)
+	}
 	eos := make([]int32, len(stops))
 	for i, id := range stops {
 		eos[i] = int32(id)

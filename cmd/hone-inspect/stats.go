@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -30,12 +31,17 @@ func newStatsCmd(a *app) *cobra.Command {
 		Short: "Summarize trajectory files: groups, tokens, rewards, errors",
 		Long: `stats counts files, groups, trajectories, additional histories (schema
 version 2), messages, trainable turns, sampled tokens and failed episodes,
-and summarizes rewards (scored and unscored
-count, mean, sample standard deviation, min, max) in total, per step and per
-environment. Messages, trainable turns and tokens are those of every history
-of a trajectory, the main one and the additional ones. A NaN reward counts
-as unscored, as hone-train takes it; an infinite one is averaged, and with
---json a figure that is not finite is the string "+Inf", "-Inf" or "NaN".`,
+and summarizes rewards (scored and unscored count, mean, sample standard
+deviation, min, max) in total, per model that served the episodes and per
+environment. A "model" line is one adapter's step, "rl@12" (sorted by run,
+then step), or a base model's served name with its step, or "(none)" with
+the step where no turn named a model (a scripted policy). With --json,
+by_adapter holds those lines ("adapter", "step"), and by_step the same
+figures per step number alone, two runs' step 1 added up. Messages,
+trainable turns and tokens are those of every history of a trajectory, the
+main one and the additional ones. A NaN reward counts as unscored, as
+hone-train takes it; an infinite one is averaged, and with --json a figure
+that is not finite is the string "+Inf", "-Inf" or "NaN".`,
 		Example: `  hone-inspect stats runs/r1/
   hone-inspect stats --json scored.parquet | jq .reward.mean`,
 		Args: cobra.MinimumNArgs(1),
@@ -85,10 +91,10 @@ func printStats(w io.Writer, s trajectory.Stats) error {
 	blank := strings.Repeat("\t", strings.Count(header, "\t")) + "\n"
 	fmt.Fprint(tw, header)
 	line("total", s.Summary)
-	if len(s.ByStep) > 0 {
+	if len(s.ByAdapter) > 0 {
 		fmt.Fprint(tw, blank)
-		for _, st := range s.ByStep {
-			line("step "+strconv.FormatInt(st.Step, 10), st.Summary)
+		for _, st := range s.ByAdapter {
+			line("model "+servedLabel(st.Adapter, st.Step), st.Summary)
 		}
 	}
 	if len(s.ByEnv) > 0 {
@@ -110,6 +116,20 @@ func printStats(w io.Writer, s trajectory.Stats) error {
 		}
 	}
 	return nil
+}
+
+// servedLabel names what served a row of the table: the adapter, which
+// says its step ("rl@12"), or the name and the step where the name does
+// not say it: a base model's served name, or "(none)" when no turn named
+// a model.
+func servedLabel(adapter string, step int64) string {
+	if sv, err := runfolder.ParseServed(adapter); err == nil && sv.HasStep && int64(sv.Step) == step {
+		return adapter
+	}
+	if adapter == "" {
+		adapter = "(none)"
+	}
+	return adapter + " step " + strconv.FormatInt(step, 10)
 }
 
 // num prints a reward figure, or "-" where it is undefined (no scored

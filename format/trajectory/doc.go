@@ -51,7 +51,9 @@
 // "group_metrics" on each of its lines), so logs from other tools can enter and Hone's
 // files can leave; lines without ids get deterministic ones (see
 // ImportJSONL). ComputeStats (or a StatsBuilder fed group by group)
-// summarizes an input set per step and per environment for hone-inspect.
+// summarizes an input set per step number, per adapter and step that served
+// it, and per environment for hone-inspect.
 //
-// The package imports nothing of Hone's but format/fileset.
+// The package imports nothing of Hone's but format/fileset, format/chatmsg
+// and format/runfolder (the served names "<run>@<N>").
 package trajectory

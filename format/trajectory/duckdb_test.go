@@ -49,6 +49,7 @@ func repoRoot(t *testing.T) string {
 // gives big integers as strings, doubles as numbers, and NULL as null.
 type duckSummary struct {
 	Step         any     `json:"step"`
+	Adapter      *string `json:"adapter"`
 	Env          *string `json:"env"`
 	Trajectories any     `json:"trajectories"`
 	Groups       any     `json:"groups"`
@@ -151,12 +152,31 @@ func TestReadFileWrittenByDuckDB(t *testing.T) {
 }
 
 // TestDuckDBAgreesWithStats writes a file with several steps and rewards,
-// null ones among them, and checks DuckDB's aggregates against Stats.
+// null ones among them, served by two runs' adapters, a base model and
+// nothing named, and checks DuckDB's aggregates against Stats: per step
+// number, per adapter and step (in the order Stats gives: by run, then
+// step as a number), and per environment.
 func TestDuckDBAgreesWithStats(t *testing.T) {
 	groups := sampleGroups(11, 30, 4)
+	for i := range groups {
+		// Both runs have a step 1, 2 and 10: by_step adds them up.
+		step := []int64{1, 2, 10}[i/4%3]
+		adapter := []string{"rl@" + strconv.FormatInt(step, 10), "warmup@" + strconv.FormatInt(step, 10), "qwen3", ""}[i%4]
+		if i%4 == 2 {
+			step = 0
+		}
+		for j := range groups[i].Trajectories {
+			tr := &groups[i].Trajectories[j]
+			tr.Adapter = adapter
+			if i%4 != 3 {
+				tr.Step = step
+			}
+		}
+	}
 	// A step where nothing is scored: DuckDB's avg is NULL, ours 0.
 	for i := range groups[29].Trajectories {
 		groups[29].Trajectories[i].Step = 9
+		groups[29].Trajectories[i].Adapter = ""
 		groups[29].Trajectories[i].Reward = nil
 	}
 	path := writeTemp(t, "duck.parquet", groups, WriterOptions{RowGroupBytes: 8 << 10})
@@ -175,6 +195,7 @@ func TestDuckDBAgreesWithStats(t *testing.T) {
 	var duck struct {
 		Total         duckSummary   `json:"total"`
 		ByStep        []duckSummary `json:"by_step"`
+		ByAdapter     []duckSummary `json:"by_adapter"`
 		ByEnv         []duckSummary `json:"by_env"`
 		SchemaVersion string        `json:"schema_version"`
 	}
@@ -185,8 +206,9 @@ func TestDuckDBAgreesWithStats(t *testing.T) {
 		t.Errorf("DuckDB sees schema version %q", duck.SchemaVersion)
 	}
 	compareSummary(t, "total", duck.Total, stats.Summary)
-	if len(duck.ByStep) != len(stats.ByStep) || len(stats.ByStep) != 4 {
-		t.Fatalf("DuckDB has %d steps, Stats %d, want 4", len(duck.ByStep), len(stats.ByStep))
+	// Steps 0 (qwen3 and ""), 1, 2, 9 (the unscored one) and 10.
+	if len(duck.ByStep) != len(stats.ByStep) || len(stats.ByStep) != 5 {
+		t.Fatalf("DuckDB has %d steps, Stats %d, want 5", len(duck.ByStep), len(stats.ByStep))
 	}
 	for i, s := range stats.ByStep {
 		if num(t, duck.ByStep[i].Step) != float64(s.Step) {
@@ -194,8 +216,19 @@ func TestDuckDBAgreesWithStats(t *testing.T) {
 		}
 		compareSummary(t, fmt.Sprintf("step %d", s.Step), duck.ByStep[i], s.Summary)
 	}
-	if stats.ByStep[3].Reward.Scored != 0 || duck.ByStep[3].RewardMean != nil {
-		t.Errorf("unscored step: Stats scored %d, DuckDB avg %v", stats.ByStep[3].Reward.Scored, duck.ByStep[3].RewardMean)
+	if stats.ByStep[3].Step != 9 || stats.ByStep[3].Reward.Scored != 0 || duck.ByStep[3].RewardMean != nil {
+		t.Errorf("unscored step: Stats step %d scored %d, DuckDB avg %v", stats.ByStep[3].Step, stats.ByStep[3].Reward.Scored, duck.ByStep[3].RewardMean)
+	}
+	// "" at steps 0, 1, 2 and 9; qwen3; rl and warmup at steps 1, 2, 10.
+	if len(duck.ByAdapter) != len(stats.ByAdapter) || len(stats.ByAdapter) != 11 {
+		t.Fatalf("DuckDB has %d adapters and steps, Stats %d, want 11", len(duck.ByAdapter), len(stats.ByAdapter))
+	}
+	for i, s := range stats.ByAdapter {
+		d := duck.ByAdapter[i]
+		if d.Adapter == nil || *d.Adapter != s.Adapter || num(t, d.Step) != float64(s.Step) {
+			t.Fatalf("adapter %d: Stats %q step %d, DuckDB %v step %v", i, s.Adapter, s.Step, d.Adapter, d.Step)
+		}
+		compareSummary(t, fmt.Sprintf("adapter %q step %d", s.Adapter, s.Step), d, s.Summary)
 	}
 	if len(duck.ByEnv) != len(stats.ByEnv) {
 		t.Fatalf("DuckDB has %d envs, Stats %d", len(duck.ByEnv), len(stats.ByEnv))

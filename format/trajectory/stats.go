@@ -8,6 +8,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/hone-rl/hone/format/runfolder"
 )
 
 // RewardSummary describes the rewards of a set of trajectories. Unscored
@@ -64,9 +66,20 @@ type Summary struct {
 	Reward RewardSummary `json:"reward"`
 }
 
-// StepSummary is the Summary of the trajectories produced at one step.
+// StepSummary is the Summary of the trajectories produced at one step
+// number, whatever served it: two runs' step 1 are one StepSummary.
 type StepSummary struct {
 	Step int64 `json:"step"`
+	Summary
+}
+
+// AdapterSummary is the Summary of the trajectories that one adapter (or
+// base model) served: their Adapter and Step. Adapter is "" for rows no
+// turn of which names a model (a scripted policy, rows imported without
+// it).
+type AdapterSummary struct {
+	Adapter string `json:"adapter"`
+	Step    int64  `json:"step"`
 	Summary
 }
 
@@ -76,9 +89,16 @@ type EnvSummary struct {
 	Summary
 }
 
-// Stats summarizes an input set: totals, and the same per step and per
-// environment (sorted by step and by name). A group counts once in every
-// step and environment its trajectories belong to.
+// Stats summarizes an input set: totals, and the same per step number, per
+// adapter and step that served the trajectories, and per environment. A
+// group counts once in every step, adapter and environment its
+// trajectories belong to.
+//
+// ByAdapter tells runs apart, where ByStep adds up the steps of the same
+// number: a warm-up's "warmup@12" and "rl@12" are one step 12 there. It
+// is sorted by run (the part of "<run>@<N>" before the "@", or the whole
+// name of a base model, "" first), then by step, then by name, so that a
+// run's steps follow each other in order (rl@2 before rl@10). ByStep is sorted by step, ByEnv by name.
 type Stats struct {
 	Files []FileInfo `json:"files"`
 	Summary
@@ -88,9 +108,10 @@ type Stats struct {
 	TrainableTurns int64 `json:"trainable_turns"`
 	// AdditionalHistories counts the trajectories' additional histories
 	// (schema version 2), each trained as a sequence of its own.
-	AdditionalHistories int64         `json:"additional_histories"`
-	ByStep              []StepSummary `json:"by_step"`
-	ByEnv               []EnvSummary  `json:"by_env"`
+	AdditionalHistories int64            `json:"additional_histories"`
+	ByStep              []StepSummary    `json:"by_step"`
+	ByAdapter           []AdapterSummary `json:"by_adapter"`
+	ByEnv               []EnvSummary     `json:"by_env"`
 }
 
 // StatsBuilder accumulates Stats group by group. The zero value is ready.
@@ -100,7 +121,14 @@ type StatsBuilder struct {
 	trainableTurns int64
 	additional     int64
 	steps          map[int64]*acc
+	served         map[servedKey]*acc
 	envs           map[string]*acc
+}
+
+// servedKey is what served a trajectory: its Adapter and Step.
+type servedKey struct {
+	adapter string
+	step    int64
 }
 
 // acc accumulates a Summary; the finite rewards with Welford's update, so
@@ -191,10 +219,12 @@ func (a *acc) summary() Summary {
 func (b *StatsBuilder) Add(g Group) {
 	if b.steps == nil {
 		b.steps = make(map[int64]*acc)
+		b.served = make(map[servedKey]*acc)
 		b.envs = make(map[string]*acc)
 	}
 	b.total.groups++
 	stepSeen := map[int64]bool{}
+	servedSeen := map[servedKey]bool{}
 	envSeen := map[string]bool{}
 	for i := range g.Trajectories {
 		t := &g.Trajectories[i]
@@ -204,26 +234,24 @@ func (b *StatsBuilder) Add(g Group) {
 		for j := range t.AdditionalHistories {
 			b.countMessages(t.AdditionalHistories[j].Messages)
 		}
-		sa := b.steps[t.Step]
-		if sa == nil {
-			sa = &acc{}
-			b.steps[t.Step] = sa
-		}
-		sa.add(t)
-		if !stepSeen[t.Step] {
-			stepSeen[t.Step] = true
-			sa.groups++
-		}
-		ea := b.envs[t.Env]
-		if ea == nil {
-			ea = &acc{}
-			b.envs[t.Env] = ea
-		}
-		ea.add(t)
-		if !envSeen[t.Env] {
-			envSeen[t.Env] = true
-			ea.groups++
-		}
+		addTo(b.steps, stepSeen, t.Step, t)
+		addTo(b.served, servedSeen, servedKey{t.Adapter, t.Step}, t)
+		addTo(b.envs, envSeen, t.Env, t)
+	}
+}
+
+// addTo counts t in the slice k of accs, and its group there once: seen
+// holds the slices the group has been counted in.
+func addTo[K comparable](accs map[K]*acc, seen map[K]bool, k K, t *Trajectory) {
+	a := accs[k]
+	if a == nil {
+		a = &acc{}
+		accs[k] = a
+	}
+	a.add(t)
+	if !seen[k] {
+		seen[k] = true
+		a.groups++
 	}
 }
 
@@ -262,11 +290,28 @@ func (b *StatsBuilder) Stats() Stats {
 		s.ByStep = append(s.ByStep, StepSummary{Step: step, Summary: a.summary()})
 	}
 	slices.SortFunc(s.ByStep, func(x, y StepSummary) int { return cmp.Compare(x.Step, y.Step) })
+	for k, a := range b.served {
+		s.ByAdapter = append(s.ByAdapter, AdapterSummary{Adapter: k.adapter, Step: k.step, Summary: a.summary()})
+	}
+	slices.SortFunc(s.ByAdapter, func(x, y AdapterSummary) int {
+		return cmp.Or(strings.Compare(servedRun(x.Adapter), servedRun(y.Adapter)),
+			cmp.Compare(x.Step, y.Step), strings.Compare(x.Adapter, y.Adapter))
+	})
 	for env, a := range b.envs {
 		s.ByEnv = append(s.ByEnv, EnvSummary{Env: env, Summary: a.summary()})
 	}
 	slices.SortFunc(s.ByEnv, func(x, y EnvSummary) int { return strings.Compare(x.Env, y.Env) })
 	return s
+}
+
+// servedRun is the run of a served name "<run>@<N>", or the whole name
+// where it is not one (a base model's served name, ""): what ByAdapter
+// sorts by first.
+func servedRun(adapter string) string {
+	if sv, err := runfolder.ParseServed(adapter); err == nil && sv.HasStep {
+		return sv.Run
+	}
+	return adapter
 }
 
 // ComputeStats reads r to the end and summarizes it.

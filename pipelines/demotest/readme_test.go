@@ -138,19 +138,19 @@ func TestReadmeRoundByHand(t *testing.T) {
 	if last < first+0.3 {
 		t.Errorf("mean reward %.3f in round 1, %.3f in round 8: want a rise of at least 0.3\n%s", first, last, out.String())
 	}
-	// The stats table the README ends on shows the reward by sampling
-	// step: the warm-up's step 60, then steps 1..7 of the GRPO run.
+	// The stats table the README ends on shows the reward by the model
+	// that sampled: the warm-up's step 60, then steps 1..7 of the GRPO run.
 	sc := bufio.NewScanner(bytes.NewReader(out.Bytes()))
-	steps := map[string]bool{}
+	models := map[string]bool{}
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) > 2 && f[0] == "step" {
-			steps[f[1]] = true
+		if len(f) > 2 && f[0] == "model" {
+			models[f[1]] = true
 		}
 	}
-	for _, s := range []string{"60", "1", "7"} {
-		if !steps[s] {
-			t.Errorf("the stats table has no row for step %s:\n%s", s, out.String())
+	for _, m := range []string{"warmup@60", "rl@1", "rl@7"} {
+		if !models[m] {
+			t.Errorf("the stats table has no row for model %s:\n%s", m, out.String())
 		}
 	}
 	// Every round after the first was a new session of run "rl".

@@ -32,6 +32,13 @@ const summary = `count(*) AS trajectories, count(DISTINCT group_id) AS groups,
     + coalesce(list_sum(list_transform(additional_histories,
         h -> coalesce(list_sum(list_transform(h.messages, m -> len(m.token_ids))), 0))), 0)), 0) AS tokens`;
 
+// What served the rows, adapter and step, ordered by run: the part of a
+// served name "<run>@<N>" before the "@" (a run name, then a plain
+// number), or the whole name otherwise (a base model's, or ""); then step.
+const byRun = `CASE WHEN regexp_full_match(adapter, '[A-Za-z0-9][A-Za-z0-9._-]{0,127}@(0|[1-9][0-9]*)')
+    AND NOT contains(adapter, '..')
+  THEN split_part(adapter, '@', 1) ELSE adapter END`;
+
 let out;
 if (sql) {
   out = await rows(sql);
@@ -39,6 +46,8 @@ if (sql) {
   out = {
     total: (await rows(`SELECT ${summary} FROM t`))[0],
     by_step: await rows(`SELECT step, ${summary} FROM t GROUP BY step ORDER BY step`),
+    by_adapter: await rows(
+      `SELECT adapter, step, ${summary} FROM t GROUP BY adapter, step ORDER BY ${byRun}, step, adapter`),
     by_env: await rows(`SELECT env, ${summary} FROM t GROUP BY env ORDER BY env`),
     schema_version: (await rows(
       `SELECT decode(value) AS v FROM parquet_kv_metadata(${quoted}) WHERE decode(key) = 'hone.schema_version'`))[0]?.v ?? null,

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
 	"github.com/hone-rl/hone/format/fileset"
@@ -157,6 +158,9 @@ func readRun(ctx context.Context, arg string) (report.RunInput, []checkpoint.Fil
 	if st.IsDir() {
 		metricsPath = filepath.Join(arg, runfolder.MetricsName)
 		if _, err := os.Stat(metricsPath); errors.Is(err, fs.ErrNotExist) {
+			if runs := trainedRuns(arg); len(runs) > 0 {
+				return run, nil, nil, cli.BadInputf("%s is a folder of runs (hone-train's --out), not a run folder: report one or more of its runs: %s", arg, strings.Join(runs, " "))
+			}
 			return run, nil, nil, cli.BadInputf("%s does not exist: no step has been trained in %s yet (hone-train writes a line of it per step)", metricsPath, arg)
 		}
 	}
@@ -210,6 +214,24 @@ func readRun(ctx context.Context, arg string) (report.RunInput, []checkpoint.Fil
 		return run, nil, nil, cli.BadInput(err)
 	}
 	return run, man.Consumed, sources, nil
+}
+
+// trainedRuns lists the run folders inside dir that have metrics to
+// report, when dir is hone-train's --out folder rather than a run: those
+// are what the user meant. Nothing is listed where dir cannot be read.
+func trainedRuns(dir string) []string {
+	names, err := runfolder.Runs(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		if _, err := os.Stat(filepath.Join(p, runfolder.MetricsName)); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // nameApart renames runs that share a folder name ("a/adapters/rl" and

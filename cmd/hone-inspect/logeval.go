@@ -29,7 +29,7 @@ type logEvalOptions struct {
 
 func (o *logEvalOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Run, "run", "", "the training run folder the episodes evaluate, e.g. adapters/rl (required)")
-	fs.IntVar(&o.Step, "step", 0, "the step evaluated, 0 for the run's starting point (default: the step of the adapter that answered, <run>@N, which every episode must share)")
+	fs.IntVar(&o.Step, "step", 0, "the step evaluated, 0 for the run's starting point; episodes answered by another step of the run are refused (default: the step of the adapter that answered, <run>@N, which every episode must share)")
 	fs.StringVar(&o.Split, "split", "val", "the split's name, the prefix of the metrics: val, test, val-greedy, …")
 }
 
@@ -280,12 +280,19 @@ func (e *evalAgg) add(g trajectory.Group, split string) error {
 }
 
 // placeStep takes the step from the adapter that answered t, unless --step
-// gave it, and checks that every episode agrees.
+// gave it, and checks that every episode agrees. --step places rows that
+// name no step of the run (the base model's, a name of the server's own),
+// but not rows that name another one: those were recorded, best moved and
+// steps were pruned by episodes of a step they did not evaluate.
 func (e *evalAgg) placeStep(t *trajectory.Trajectory, where string) error {
-	if e.step >= 0 && e.stepFrom == "" {
-		return nil // --step
-	}
 	served, err := runfolder.ParseServed(t.Adapter)
+	if e.step >= 0 && e.stepFrom == "" { // --step
+		if err == nil && served.HasStep && served.Run == e.runName && served.Step != e.step {
+			return fmt.Errorf("%s: answered by %q, step %d of run %s, not by the step --step %d names: log it without --step, or with --step %d",
+				where, t.Adapter, served.Step, e.runName, e.step, served.Step)
+		}
+		return nil
+	}
 	if err != nil || !served.HasStep || served.Run != e.runName {
 		return fmt.Errorf("%s: answered by %q, not by a step of run %s (%s): pass --step N to say which step these episodes evaluate",
 			where, t.Adapter, e.runName, runfolder.ServedName(e.runName, 1))

@@ -110,7 +110,9 @@ func TestLogEval(t *testing.T) {
 		t.Errorf("steps %v, want [2 3]", steps)
 	}
 	// Logged again for step 3 under another split, and replaced: val stays.
-	mustRun(t, nil, "log-eval", "--run", rl.Dir, "--split", "test", "--step", "3", p2)
+	p2at3 := filepath.Join(dir, "s2at3.parquet")
+	evalFile(t, p2at3, "rl@3", f(1), f(1), f(0))
+	mustRun(t, nil, "log-eval", "--run", rl.Dir, "--split", "test", "--step", "3", p2at3)
 	mustRun(t, nil, "log-eval", "--run", rl.Dir, "--split", "test", "--step", "3", p3)
 	evals, _ = rl.ReadEval()
 	if evals[3]["test/reward"] != 0 || evals[3]["val/reward"] != 0 || evals[3]["test/episodes"] != 2 {

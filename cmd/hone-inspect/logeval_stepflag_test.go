@@ -1,0 +1,34 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// log-eval --step N on episodes that name another step of the same run
+// (rl@2's, logged as step 3) recorded them at step N without a word, and
+// best, and the pruning by it, followed the mislabelled row. It now refuses
+// them (exit 2), naming both steps; --step still places rows that do not
+// name a step of the run (the base model's, a name of one's own).
+func TestLogEvalStepFlagDisagreesWithAdapter(t *testing.T) {
+	rl := evalRun(t, 3)
+	dir := t.TempDir()
+	p2, base := filepath.Join(dir, "s2.parquet"), filepath.Join(dir, "base.parquet")
+	evalFile(t, p2, "rl@2", f(1), f(1), f(0))
+	evalFile(t, base, "tiny", f(0), f(1))
+
+	r := run(t, nil, "log-eval", "--run", rl.Dir, "--step", "3", p2)
+	if r.code != 2 || !strings.Contains(r.stderr, `"rl@2"`) || !strings.Contains(r.stderr, "--step 3") {
+		t.Errorf("--step 3 on rl@2's episodes: exit %d, stderr %q; want 2, naming rl@2 and --step 3", r.code, r.stderr)
+	}
+	if evals, err := rl.ReadEval(); err != nil || len(evals) != 0 {
+		t.Errorf("eval.jsonl %v %v, want nothing logged", evals, err)
+	}
+	mustRun(t, nil, "log-eval", "--run", rl.Dir, "--step", "2", p2)
+	mustRun(t, nil, "log-eval", "--run", rl.Dir, "--step", "0", base)
+	evals, err := rl.ReadEval()
+	if err != nil || evals[2]["val/episodes"] != 3 || evals[0]["val/episodes"] != 2 {
+		t.Errorf("eval.jsonl %v %v, want steps 0 and 2 logged", evals, err)
+	}
+}

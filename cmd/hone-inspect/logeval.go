@@ -294,7 +294,7 @@ func (e *evalAgg) placeStep(t *trajectory.Trajectory, where string) error {
 		return nil
 	}
 	if err != nil || !served.HasStep || served.Run != e.runName {
-		return fmt.Errorf("%s: answered by %q, not by a step of run %s (%s): pass --step N to say which step these episodes evaluate",
+		return fmt.Errorf("%s: answered by %q, not by a step of run %s (a name such as %s): pass --step N to say which step these episodes evaluate (--step 0: the run's starting point, the base model's episodes)",
 			where, t.Adapter, e.runName, runfolder.ServedName(e.runName, 1))
 	}
 	if e.step < 0 {

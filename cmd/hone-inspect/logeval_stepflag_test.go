@@ -32,3 +32,17 @@ func TestLogEvalStepFlagDisagreesWithAdapter(t *testing.T) {
 		t.Errorf("eval.jsonl %v %v, want steps 0 and 2 logged", evals, err)
 	}
 }
+
+// Episodes of the base model, logged without --step, were refused with
+// "not by a step of run rl (rl@1)", which read as if rl@1 had answered; the
+// message now gives rl@1 as an example of a name and says that the base
+// model's episodes are step 0's.
+func TestLogEvalBaseModelNeedsStepZero(t *testing.T) {
+	rl := evalRun(t, 1)
+	base := filepath.Join(t.TempDir(), "base.parquet")
+	evalFile(t, base, "tiny", f(0), f(1))
+	r := run(t, nil, "log-eval", "--run", rl.Dir, base)
+	if r.code != 2 || strings.Contains(r.stderr, "(rl@1)") || !strings.Contains(r.stderr, "such as rl@1") || !strings.Contains(r.stderr, "--step 0") {
+		t.Errorf("base model's episodes without --step: exit %d, stderr %q; want 2, rl@1 as an example and --step 0 for the base model", r.code, r.stderr)
+	}
+}

@@ -116,7 +116,8 @@ func runLogEval(ctx context.Context, a *app, opts logEvalOptions, args []string)
 		if err != nil {
 			return classify(err)
 		}
-		if err := ev.add(g, opts.Split); err != nil {
+		file, row, _ := r.Where(g.ID)
+		if err := ev.add(g, opts.Split, file, row); err != nil {
 			return cli.BadInput(err)
 		}
 	}
@@ -236,11 +237,12 @@ type evalAgg struct {
 	inSplit, unlabelled int
 }
 
-// add counts the episodes of group g.
-func (e *evalAgg) add(g trajectory.Group, split string) error {
+// add counts the episodes of group g, whose first row is row of file:
+// its errors name the file and row of the episode, as the reader's do.
+func (e *evalAgg) add(g trajectory.Group, split, file string, row int64) error {
 	for i := range g.Trajectories {
 		t := &g.Trajectories[i]
-		where := fmt.Sprintf("group %s, trajectory %s", g.ID, t.ID)
+		where := fmt.Sprintf("%s row %d (group %s, trajectory %s)", file, row+int64(i), g.ID, t.ID)
 		e.episodes++
 		switch t.Split {
 		case split:

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -44,5 +45,20 @@ func TestLogEvalBaseModelNeedsStepZero(t *testing.T) {
 	r := run(t, nil, "log-eval", "--run", rl.Dir, base)
 	if r.code != 2 || strings.Contains(r.stderr, "(rl@1)") || !strings.Contains(r.stderr, "such as rl@1") || !strings.Contains(r.stderr, "--step 0") {
 		t.Errorf("base model's episodes without --step: exit %d, stderr %q; want 2, rl@1 as an example and --step 0 for the base model", r.code, r.stderr)
+	}
+}
+
+// log-eval's refusals named the group and trajectory but not the file or
+// row they sit in, so among several inputs or a folder of them the
+// episode was hard to find; they now start with the file
+// and row, as the reader's own errors do.
+func TestLogEvalErrorsNameFileAndRow(t *testing.T) {
+	rl := evalRun(t, 2)
+	dir := t.TempDir()
+	b := filepath.Join(dir, "b.parquet")
+	evalFile(t, b, "rl@1", f(1), nil, f(math.NaN()))
+	r := run(t, nil, "log-eval", "--run", rl.Dir, b)
+	if want := b + " row 2 (group val-b.parquet, trajectory e2): reward is NaN"; r.code != 2 || !strings.Contains(r.stderr, want) {
+		t.Errorf("NaN reward in %s: exit %d, stderr %q; want 2 and %q", b, r.code, r.stderr, want)
 	}
 }

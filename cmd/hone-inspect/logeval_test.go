@@ -153,12 +153,12 @@ func TestLogEvalBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{unscored}, "trajectory e0: no reward: score the episodes first"},
+		{[]string{unscored}, "u.parquet row 0 (group val-u.parquet, trajectory e0): no reward: score the episodes first"},
 		{[]string{other}, `answered by "warmup@60", not by a step of run rl`},
-		{[]string{mixed}, "answered by step 2, but group"},
+		{[]string{mixed}, "m.parquet row 1 (group val-m.parquet, trajectory e1): answered by step 2, but "},
 		{[]string{future}, "step 5 is after the run's latest, step-000002"},
-		{[]string{nan}, "trajectory e1: reward is NaN, not a finite number"},
-		{[]string{inf}, "trajectory e0: reward is -Inf, not a finite number"},
+		{[]string{nan}, "nan.parquet row 1 (group val-nan.parquet, trajectory e1): reward is NaN, not a finite number"},
+		{[]string{inf}, "inf.parquet row 0 (group val-inf.parquet, trajectory e0): reward is -Inf, not a finite number"},
 		{[]string{"--split", "Val", unscored}, `split "Val"`},
 	} {
 		r := run(t, nil, append([]string{"log-eval", "--run", rl.Dir}, c.args...)...)

@@ -373,8 +373,11 @@ func (w *rewriter) statement(s segment, content string) error {
 		w.tag(s, code)
 		return w.push(block{kind: kw, region: -1})
 	case "set":
-		rest := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(content), "set"))
-		if !strings.Contains(rest, "=") {
+		eq, err := setAssign(content)
+		if err != nil {
+			return err
+		}
+		if eq < 0 {
 			w.tag(s, code)
 			return w.push(block{kind: "set", region: -1})
 		}
@@ -388,12 +391,12 @@ func (w *rewriter) statement(s segment, content string) error {
 			return nil
 		}
 		if w.hooks {
-			code = setWithHook(content)
+			code = setWithHook(content, eq)
 		} else {
 			// The target is a name, not an expression: n.0 stays an
 			// attribute, as setWithHook leaves it.
-			eq := strings.IndexByte(content, '=')
-			code = content[:eq+1] + renameFilters(pyOps(content[eq+1:]))
+			head, _ := setHead(content, eq)
+			code = head + renameFilters(pyOps(content[eq+1:]))
 		}
 		w.tag(s, code)
 		return nil
@@ -451,16 +454,15 @@ func (w *rewriter) tag(s segment, content string) {
 	w.out.WriteString(close)
 }
 
-// setWithHook wraps the value of an inline {% set target = value %}. The
-// engine splits the statement at its first "=", and so does this.
-func setWithHook(content string) string {
-	eq := strings.IndexByte(content, '=')
-	target := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(content[:eq]), "set"))
+// setWithHook wraps the value of an inline {% set target = value %}, whose
+// assigning "=" is at eq (setAssign).
+func setWithHook(content string, eq int) string {
+	head, target := setHead(content, eq)
 	extra := ""
-	if ns, _, ok := strings.Cut(target, "."); ok && isIdent(ns) && strings.TrimSpace(content[eq+1:]) != "" {
-		extra = ", " + ns // an empty value is None, and takes no second argument
+	if ns, _, ok := strings.Cut(target, "."); ok && isIdent(ns) {
+		extra = ", " + ns
 	}
-	return content[:eq+1] + " " + hookSet + "(" + renameFilters(pyOps(content[eq+1:])) + extra + ") "
+	return head + " " + hookSet + "(" + renameFilters(pyOps(content[eq+1:])) + extra + ") "
 }
 
 func isIdent(s string) bool {

@@ -120,3 +120,75 @@ func unpack(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
 	}
 	return items, nil
 }
+
+// setAssign returns the index in content, a set statement, of the "=" that
+// assigns, or -1 for a block set ({% set x %} or {% set x | f %}), reading
+// the target as jinja2's parser does: names, a tuple of them (in
+// parentheses or not), or ns.attr, then "=", "|" or the end. An "=" in a
+// string literal assigns nothing: {%set"="0%} is a string where the target
+// should be, which jinja2 refuses ("can't assign to 'const'"), and so is a
+// target that is no name (x['a'], x.y.z, nothing) and an "=" with no value.
+func setAssign(content string) (int, error) {
+	start := strings.Index(content, "set") + len("set")
+	i := start
+	for i < len(content) && (isIdentByte(content[i]) || content[i] >= 0x80 || strings.IndexByte(".,() \t\r\n", content[i]) >= 0) {
+		i++
+	}
+	target := strings.TrimSpace(content[start:i])
+	if !assignable(target) {
+		return 0, &staticError{fmt.Sprintf("set: cannot assign to %q", strings.TrimSpace(content[start:]))}
+	}
+	if i == len(content) || content[i] == '|' {
+		return -1, nil
+	}
+	if content[i] != '=' || strings.HasPrefix(content[i:], "==") {
+		return 0, &staticError{fmt.Sprintf("set: cannot assign to %q", strings.TrimSpace(content[start:]))}
+	}
+	if strings.TrimSpace(content[i+1:]) == "" {
+		return 0, &staticError{"set " + target + " = with no value"}
+	}
+	return i, nil
+}
+
+// assignable reports whether target (names, commas, dots and parentheses
+// only) is one jinja2 assigns to: each item a name or ns.attr, with one
+// trailing comma at most.
+func assignable(target string) bool {
+	items := strings.Split(strings.NewReplacer("(", "", ")", "").Replace(target), ",")
+	for i, item := range items {
+		item = strings.TrimSpace(item)
+		if item == "" && i > 0 && i == len(items)-1 {
+			continue
+		}
+		ns, attr, dotted := strings.Cut(item, ".")
+		if !isName(ns) || (dotted && !isName(attr)) {
+			return false
+		}
+	}
+	return true
+}
+
+// isName is isIdent with the non-ASCII letters jinja2's names may hold.
+func isName(s string) bool {
+	if s == "" || (s[0] >= '0' && s[0] <= '9') {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isIdentByte(s[i]) && s[i] < 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// setHead is the statement up to its "=" at eq, with a single target in
+// parentheses written without them: the engine's set takes (c) as no name
+// and assigned nothing. The target is returned too.
+func setHead(content string, eq int) (string, string) {
+	start := strings.Index(content, "set") + len("set")
+	target := strings.TrimSpace(content[start:eq])
+	if !strings.Contains(target, ",") {
+		target = strings.NewReplacer("(", "", ")", "").Replace(target)
+	}
+	return content[:start] + " " + target + " =", target
+}

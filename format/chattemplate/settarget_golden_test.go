@@ -1,0 +1,33 @@
+package chattemplate
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestSetTargetsMatchJinja2 loads and renders the {% set %} statements of
+// testdata/settarget/golden.json, written by make_golden.py beside it with
+// jinja2 set up as transformers sets it up: an "=" inside a string literal
+// is no assignment, so {%set"="0%} (a string where the target should be)
+// is refused at load as jinja2 refuses it, as are a target that is no
+// name (a subscript, two dots, nothing) and a set with no value; an "="
+// in a string of the value or of a block set's body is text. The "=" in
+// a string made the rewriting cut the statement there, and the template
+// was refused as a bug of ours ("please report this as a bug"), not as
+// ErrBadTemplate, or (a subscript, no value) loaded.
+func TestSetTargetsMatchJinja2(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "settarget", "golden.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var golden struct {
+		Vars  json.RawMessage `json:"vars"`
+		Cases []loadCase      `json:"cases"`
+	}
+	if err := json.Unmarshal(data, &golden); err != nil {
+		t.Fatalf("golden.json: %v", err)
+	}
+	checkLoadGolden(t, golden.Vars, golden.Cases)
+}

@@ -1,0 +1,61 @@
+"""Writes golden.json: {% set %} statements whose text has an "=" inside a
+string literal, before or after the assignment's "=", or a target jinja2
+cannot assign to (a string, a subscript, two dots, nothing) or no value,
+each with what jinja2 did, set up as testdata/templates/py/check_jinja2.py
+sets it up (transformers' settings): "load_error" where
+Environment.from_string refused it, "error" where rendering raised, else
+"want". TestSetTargetsMatchJinja2 checks them.
+
+Usage (from the repository root):
+  python3 format/chattemplate/testdata/settarget/make_golden.py > format/chattemplate/testdata/settarget/golden.json
+"""
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "testdata" / "templates" / "py"))
+from check_jinja2 import environment  # noqa: E402
+
+VARS = {"t": True, "s": "ab"}
+
+CASES = [
+    # an "=" in a string literal where the target should be
+    '{%set"="0%}',
+    "{%set'='0%}",
+    "{% set '=' = 1 %}",
+    "{% set x['a=b'] = 1 %}",
+    "{% set 'x' = 1 %}",
+    # no target, a target with two dots, no value
+    "{% set = 1 %}",
+    "{% set x.y.z = 1 %}",
+    "{% set x = %}",
+    "{% set ns = namespace(a=1) %}{% set ns.a = %}",
+    # an "=" in a string literal in the value, and targets jinja2 takes
+    "{% set x = '=' if t else '==' %}{{ x }}|{% set x='a=b' %}{{ x }}|{%set x=1%}{{x}}|{% set y = s == 'ab' %}{{ y }}",
+    "{% set ns = namespace(a='=') %}{% set ns.a = ns.a ~ '=' %}{{ ns.a }}|{% set (a, b) = ['=', '=='] %}{{ a }}{{ b }}|{% set (c) = '=' %}{{ c }}",
+    "{% set x %}a=b{% endset %}{{ x }}|{% set x -%} '=' {%- endset %}{{ x }}",
+]
+
+
+def main():
+    env = environment()
+    out = {"vars": VARS, "cases": []}
+    for src in CASES:
+        case = {"src": src}
+        try:
+            tmpl = env.from_string(src)
+        except Exception as e:  # the golden records that jinja2 refused it
+            case["load_error"] = type(e).__name__ + ": " + str(e)
+            out["cases"].append(case)
+            continue
+        try:
+            case["want"] = tmpl.render(**VARS)
+        except Exception as e:
+            case["error"] = type(e).__name__ + ": " + str(e)
+        out["cases"].append(case)
+    json.dump(out, sys.stdout, indent=1, ensure_ascii=False)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()

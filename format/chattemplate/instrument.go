@@ -30,8 +30,11 @@ import (
 // engine applies trim_blocks/lstrip_blocks and the "-" markers by looking
 // from each tag to the nearest text segment, skipping other tags, and an
 // expression tag without markers neither trims nor is counted; a block tag
-// would strip one more newline after it. Inserted tags add no text and no
-// line breaks, so the output and the line numbers in errors are unchanged.
+// would strip one more newline after it. Two tags of the source with no
+// text between get an empty text between them (tagSeparator), so that
+// each strips only the text that touches it, as in jinja2. Inserted tags
+// add no text and no line breaks, so the output and the line numbers in
+// errors are unchanged.
 // The scanner below follows the engine's own (scan.go) so that it cuts the
 // source into the same tags.
 
@@ -233,6 +236,15 @@ func rewrite(w *rewriter, segs []segment) (*instrumented, error) {
 // of the empty expression after it strips it).
 const keepSpacesPrefix = " {{- '' }}"
 
+// tagSeparator goes between two tags with no text between them: a text
+// segment the "-" of the empty expression after it trims to nothing. The
+// engine applies trim_blocks, lstrip_blocks and the "-" markers to the
+// nearest text segment, past any tags between, where jinja2 strips only
+// the text that touches the tag: "{% if t %}{{ x }}\nX" lost its newline
+// and "P {{ x }}{%- if t %}" its space. With it, the nearest text of a tag
+// against another tag is this empty one.
+const tagSeparator = keepSpacesPrefix
+
 // spacesAfterTagFirst reports whether the template's first text is spaces
 // and tabs between two tags on the line that the first of them opens, before
 // a block tag or comment that lstrip_blocks would strip them for. jinja2
@@ -259,14 +271,15 @@ func spacesAfterTagFirst(src string, segs []segment) bool {
 }
 
 type rewriter struct {
-	src     string
-	hooks   bool
-	syntax  bool // syntaxSource: nothing wrapped in calls
-	out     strings.Builder
-	regions []region
-	intKeys map[string]bool
-	stack   []block
-	inRaw   bool
+	src      string
+	afterTag bool // the last segment was a tag to the engine (tagSeparator)
+	hooks    bool
+	syntax   bool // syntaxSource: nothing wrapped in calls
+	out      strings.Builder
+	regions  []region
+	intKeys  map[string]bool
+	stack    []block
+	inRaw    bool
 	// macros: the template's macros whose calls by name macroCalls
 	// checks as jinja2 does (none for syntaxSource).
 	macros map[string]macroSig
@@ -284,6 +297,11 @@ func (w *rewriter) current() int {
 
 func (w *rewriter) segment(s segment) error {
 	content := w.src[s.from:s.to]
+	engineTag := s.kind != segText && (!w.inRaw || (s.kind == segStmt && keyword(content) == "endraw"))
+	if engineTag && w.afterTag {
+		w.out.WriteString(tagSeparator)
+	}
+	w.afterTag = engineTag
 	switch {
 	case s.kind == segText:
 		w.regions[w.current()].text += int64(s.end - s.start)

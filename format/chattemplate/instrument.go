@@ -177,6 +177,9 @@ type block struct {
 	kind   string // for, if, macro, call, filter, set, generation
 	region int    // the region its body opened, -1 if none
 	inElse bool   // a for loop's {% else %}: runs once, in the outer region
+	// setFilter is a block set's filters ("| f(1)"), applied to its
+	// setTarget at the endset (endSetFilter).
+	setFilter, setTarget string
 }
 
 // instrumented is a rewritten template source with its regions.
@@ -396,8 +399,17 @@ func (w *rewriter) statement(s segment, content string) error {
 			return err
 		}
 		if eq < 0 {
+			// The engine reads no filter on a block set: {% set x | f %}
+			// is {% set x %}, and the endset assigns x | f to x.
+			target, filter, err := blockSetFilter(content)
+			if err != nil {
+				return err
+			}
+			if filter != "" {
+				code = " set " + target + " "
+			}
 			w.tag(s, code)
-			return w.push(block{kind: "set", region: -1})
+			return w.push(block{kind: "set", region: -1, setFilter: filter, setTarget: target})
 		}
 		if names, value := unpackTargets(content); names != nil {
 			if strings.TrimSpace(value) == "" {
@@ -427,7 +439,14 @@ func (w *rewriter) statement(s segment, content string) error {
 			w.out.WriteString("{{ " + hookLeave + "() }}")
 		}
 		w.pop()
-	case "endfor", "endif", "endcall", "endfilter", "endset", "endgeneration":
+	case "endset":
+		if n := len(w.stack); n > 0 && w.stack[n-1].setFilter != "" {
+			b := w.stack[n-1]
+			w.pop()
+			return w.endSetFilter(s, code, b)
+		}
+		w.pop()
+	case "endfor", "endif", "endcall", "endfilter", "endgeneration":
 		w.pop()
 	case "raw":
 		w.inRaw = true

@@ -192,3 +192,73 @@ func setHead(content string, eq int) (string, string) {
 	}
 	return content[:start] + " " + target + " =", target
 }
+
+// blockSetFilter splits a block set statement, {% set x | f %}, into its
+// target and its filters ("| f"); filter is empty when it has none. Each
+// filter must be a name with its arguments in parentheses or none, as
+// jinja2's parser reads them ({%set A|0=0%} is its syntax error).
+func blockSetFilter(content string) (target, filter string, err error) {
+	start := strings.Index(content, "set") + len("set")
+	bar := scanCode(content, func(i, depth int) bool { return depth == 0 && content[i] == '|' })
+	if bar < 0 {
+		return strings.TrimSpace(content[start:]), "", nil
+	}
+	for rest := content[bar+1:]; ; {
+		next := scanCode(rest, func(i, depth int) bool { return depth == 0 && rest[i] == '|' })
+		one := rest
+		if next >= 0 {
+			one = rest[:next]
+		}
+		if !filterCall(strings.TrimSpace(one)) {
+			return "", "", &staticError{fmt.Sprintf("set: %q is no filter", strings.TrimSpace(one))}
+		}
+		if next < 0 {
+			break
+		}
+		rest = rest[next+1:]
+	}
+	return strings.TrimSpace(content[start:bar]), content[bar:], nil
+}
+
+// filterCall reports whether f is a filter as a block set names it: a
+// name, dotted or not, with its arguments in parentheses or none.
+func filterCall(f string) bool {
+	i := 0
+	for i < len(f) && (isIdentByte(f[i]) || f[i] == '.' || f[i] >= 0x80) {
+		i++
+	}
+	for _, part := range strings.Split(f[:i], ".") {
+		if !isName(part) {
+			return false
+		}
+	}
+	rest := strings.TrimSpace(f[i:])
+	return rest == "" || (rest[0] == '(' && closeBracket(rest, 0) == len(rest)-1)
+}
+
+// endSetFilter writes the endset of a block set with filters, code, and
+// after it the set that applies them, {% set x = x | f %}. The endset's
+// right "-" or trim_blocks moves to that set, with tagSeparator between the
+// two, so that it strips what follows once, as jinja2's endset does.
+func (w *rewriter) endSetFilter(s segment, code string, b block) error {
+	end := s
+	end.trimRight = false
+	w.tag(end, code)
+	w.out.WriteString(tagSeparator)
+	assign := " set " + b.setTarget + " = " + b.setTarget + " " + b.setFilter + " "
+	eq, err := setAssign(assign)
+	if err != nil {
+		return err
+	}
+	if w.hooks {
+		code = setWithHook(assign, eq)
+	} else {
+		head, _ := setHead(assign, eq)
+		code = head + renameFilters(pyOps(assign[eq+1:]))
+	}
+	set := s
+	set.kind = segStmt
+	set.trimLeft = false
+	w.tag(set, code)
+	return nil
+}

@@ -43,6 +43,10 @@ var hostile = []struct {
 	{"tojson with a huge indent", `{{ [[[[[1]]]]]|tojson(indent=1000000000) }}`, "value bytes"},
 	{"string repeated by a computed count", `{% set n = 10 ** 11 %}{{ ("x" * n)|length }}`, "value bytes"},
 	{"list repeated by a computed count", `{% set n = 10 ** 10 %}{{ ([0] * n)|length }}`, "value bytes"},
+	// Characters the engine skips (jinja2 reads U+001F and U+00A0 as
+	// spaces) left the whole expression to the engine's own *.
+	{"string repeated past a character the engine skips", "{% set n = 10 ** 11 %}{{ (\"x\" *\x1fn)|length }}", "value bytes"},
+	{"string repeated past a no-break space", "{% set n = 10 ** 11 %}{{ (\"x\"\u00a0* n)|length }}", "value bytes"},
 	// A macro's defaults are left to the engine (instrument.go), whose
 	// string repetition panics for a negative count.
 	{"negative string repeat in a macro default", `{% macro m(s="x" * -1) %}{{ s }}{% endmacro %}{{ m() }}`, "engine"},

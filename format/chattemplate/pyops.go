@@ -44,15 +44,13 @@ import (
 // opsStatements) is parsed as a sequence of expressions, skipping the
 // tokens that start none (keywords, the commas of a for's names); code
 // the parser does not follow is returned unchanged, to be compiled (or
-// refused) by the engine as before.
+// refused) by the engine as before. Bytes the engine skips are skipped
+// (opTokens), not a reason to leave the code to the engine.
 func pyOps(code string) string {
 	if !mayRewrite(code) {
 		return code
 	}
-	toks, ok := opTokens(code)
-	if !ok {
-		return code
-	}
+	toks := opTokens(code)
 	p := &opParser{code: code, toks: toks}
 	var b strings.Builder
 	at, changed := 0, false
@@ -151,9 +149,9 @@ type opTok struct {
 	from, to int
 }
 
-// opTokens cuts code as the engine's tokenizer does (tokenizeExpr); false
-// for a character it would skip, which this rewriter does not follow.
-func opTokens(code string) ([]opTok, bool) {
+// opTokens cuts code as the engine's tokenizer does (tokenizeExpr),
+// skipping the bytes it skips.
+func opTokens(code string) []opTok {
 	var toks []opTok
 	for i := 0; i < len(code); {
 		c := code[i]
@@ -186,12 +184,16 @@ func opTokens(code string) ([]opTok, bool) {
 			}
 		}
 		if !strings.ContainsRune(",.:()[]{}|~+-*/%<>=", rune(c)) {
-			return nil, false
+			// The engine skips a byte it has no token for (U+001F and
+			// the bytes of U+00A0, spaces to jinja2), and so does this:
+			// "x" *\x1fn left to the engine was a * with no limit.
+			i++
+			continue
 		}
 		toks = append(toks, opTok{'o', i, i + 1})
 		i++
 	}
-	return toks, true
+	return toks
 }
 
 // numberEnd is where jinja2's number token starting at i ends: digits

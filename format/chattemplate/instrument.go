@@ -673,12 +673,12 @@ func copyString(b *strings.Builder, code string, i int) int {
 }
 
 // tagToken returns the span of the token of code at or after i, white
-// space skipped: a string literal, a number with the letters and dots
+// space and the other bytes the engine skips skipped (engineSkips): a string literal, a number with the letters and dots
 // that follow it (1e3, 0x10, 1.5), a name, `**` or `//`, or one other
 // byte; start is len(code) when none is left. checkTag and
 // checkEngineRepeat read a tag's code through it.
 func tagToken(code string, i int) (start, end int) {
-	for i < len(code) && (code[i] == ' ' || code[i] == '\t' || code[i] == '\n' || code[i] == '\r') {
+	for i < len(code) && engineSkips(code[i]) {
 		i++
 	}
 	if i == len(code) {

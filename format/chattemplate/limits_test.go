@@ -199,6 +199,9 @@ func TestStaticLimits(t *testing.T) {
 	}
 	refused := []struct{ src, want string }{
 		{`{% macro m(s="x" * 1000000000000) %}{{ s }}{% endmacro %}`, "* 1000000000000"},
+		// a byte the engine skips (a space to jinja2) between * and the count
+		{"{% macro m(s=\"x\" *\x1f1000000000000) %}{{ s }}{% endmacro %}", "* 1000000000000"},
+		{"{% macro m(s=\"x\" *\u00a01000000000000) %}{{ s }}{% endmacro %}", "* 1000000000000"},
 		{nested(maxNesting + 1), "blocks nested more than 64 deep"},
 		{"{{ " + strings.Repeat("(", maxTagBrackets+1) + "1" + strings.Repeat(")", maxTagBrackets+1) + " }}", "brackets nested more than 64 deep"},
 		{"{{ 1" + strings.Repeat(" + 1", maxTagTokens/2) + " }}", "more than 1024 tokens"},

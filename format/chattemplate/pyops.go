@@ -149,6 +149,14 @@ type opTok struct {
 	from, to int
 }
 
+// engineSkips reports whether the engine's tokenizer (tokenizeExpr) reads
+// no token from c outside a string literal: white space and every byte
+// that starts no string, number, name or operator (U+001F and the bytes
+// of U+00A0, which jinja2 reads as spaces, among them).
+func engineSkips(c byte) bool {
+	return !(c == '\'' || c == '"' || isIdentByte(c) || strings.IndexByte(",.:()[]{}|~+-*/%<>=!", c) >= 0)
+}
+
 // opTokens cuts code as the engine's tokenizer does (tokenizeExpr),
 // skipping the bytes it skips.
 func opTokens(code string) []opTok {

@@ -539,8 +539,9 @@ func renameFilters(code string) string {
 			continue
 		}
 		if c == '|' {
+			// past what the engine skips: l|\x1ftojson is its tojson too
 			j := i + 1
-			for j < len(code) && strings.IndexByte(" \t\n\r\f", code[j]) >= 0 {
+			for j < len(code) && engineSkips(code[j]) {
 				j++
 			}
 			k := j
@@ -569,7 +570,7 @@ func renameFilters(code string) string {
 				k++
 			}
 			j := k
-			for j < len(code) && strings.IndexByte(" \t\n\r\f", code[j]) >= 0 {
+			for j < len(code) && engineSkips(code[j]) {
 				j++
 			}
 			if name := code[i+1 : k]; isStrMethod(name) && j < len(code) && code[j] == '(' {

@@ -46,6 +46,7 @@ var hostile = []struct {
 	// Characters the engine skips (jinja2 reads U+001F and U+00A0 as
 	// spaces) left the whole expression to the engine's own *.
 	{"string repeated past a character the engine skips", "{% set n = 10 ** 11 %}{{ (\"x\" *\x1fn)|length }}", "value bytes"},
+	{"tojson past a character the engine skips", "{% set l = [] %}{{ l.append(l) }}{{ l|\x1ftojson }}", "value depth"},
 	{"string repeated past a no-break space", "{% set n = 10 ** 11 %}{{ (\"x\"\u00a0* n)|length }}", "value bytes"},
 	// A macro's defaults are left to the engine (instrument.go), whose
 	// string repetition panics for a negative count.

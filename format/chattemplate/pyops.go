@@ -76,6 +76,11 @@ func pyOps(code string) string {
 		}
 		if n.text != "" {
 			b.WriteString(code[at:n.from])
+			if n.text[0] != ' ' && n.from > 0 && isIdentByte(code[n.from-1]) {
+				// {%if(x)%2%}: the call written for (x)%2 would
+				// otherwise be one name with the keyword before it.
+				b.WriteByte(' ')
+			}
 			b.WriteString(n.text)
 			at, changed = n.to, true
 		}
@@ -332,6 +337,9 @@ func (p *opParser) join(from, to int, kids ...opNode) opNode {
 	at := from
 	for _, k := range kids {
 		b.WriteString(p.code[at:k.from])
+		if k.text != "" && k.text[0] != ' ' && k.from > 0 && isIdentByte(p.code[k.from-1]) {
+			b.WriteByte(' ') // x in(xs)*2: see pyOps
+		}
 		b.WriteString(p.str(k))
 		at = k.to
 	}

@@ -73,6 +73,8 @@ CASES = [
     M + "{{ m(*xs[:1]) }}|{{ m(*[1 * 2, 3]) }}|{{ m(1, *[2 * 2]) }}|{{ m(*xs[:1] * 2) }}|{{ m(*(xs * 2)[:2]) }}|{{ m(* xs[:1]) }}",
     M + "{{ m(*[n * 2], b=n * 3) }}|{{ m(*[n * 2], **{'b': n * 3}) }}|{{ m(*[s * 2]) }}|{{ m(*[1] * 2) }}|{{ m(**{'a': 1 * 2}) }}",
     M + "{{ m(*xs[:1])|upper }}|{{ m(*xs[:1]) ~ 'z' }}|{{ m(*xs[:1]) * 2 }}|{{ m(*xs[:1])|length * 2 }}|{{ 'yes' if m(*xs[:2]) else 'no' }}",
+    # no space between a keyword and the rewritten expression after it
+    "{%if(xs|length)%2==1%}odd{%endif%}|{%for x in(xs)*2%}{{x}}{%endfor%}|{{'a'if(n)*2==6 else'b'}}|{%for x in xs if(x)%2%}{{x}}{%endfor%}|{{ 1 if 3 in(xs)*2 else 0 }}|{%if not(n)%2%}e{%else%}o{%endif%}",
     # errors: jinja2 raises, and so must the rendering
     "{{ none * 2 }}",
     "{{ nope * 2 }}",

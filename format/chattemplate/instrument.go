@@ -163,6 +163,17 @@ func keyword(content string) string {
 	return s
 }
 
+// leadingName is the name token a tag's content starts with, white space
+// skipped: letters, digits and underscores.
+func leadingName(content string) string {
+	s := strings.TrimSpace(content)
+	i := 0
+	for i < len(s) && (isIdentByte(s[i]) || s[i] >= 0x80) {
+		i++
+	}
+	return s[:i]
+}
+
 // region is a part of the template that runs again and again (a loop
 // body, a macro body, a {% call %} body) and what one run of it costs
 // beyond the regions inside it: the tokens and tags it evaluates and the
@@ -362,6 +373,11 @@ var opsStatements = map[string]bool{"if": true, "elif": true, "for": true, "call
 // statement rewrites a {% ... %} tag and follows the block structure.
 func (w *rewriter) statement(s segment, content string) error {
 	kw := keyword(content)
+	if name := leadingName(content); name != kw {
+		// jinja2's tag name is the whole name ({%for0 … %} is no for);
+		// the engine's and keyword's stop at the digit.
+		return &staticError{fmt.Sprintf("unknown tag %q", name)}
+	}
 	code := renameFilters(content)
 	if opsStatements[kw] {
 		code = renameFilters(pyOps(content))

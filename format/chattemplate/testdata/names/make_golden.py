@@ -71,6 +71,11 @@ CASES = [
     "{{ 3.0 is not odd }}|{{ t is odd }}|{{ xs|length is even }}|{{ 7.0 is odd and 1 }}",
     "{{ s is odd }}",
     "{{ none is even }}",
+    # a tag's name is the whole name token: for0 is no for
+    "{%for0%0 in 0%}{%endfor%}ok",
+    "{%if0%}a{%endif%}ok",
+    "{% set_x = 1 %}ok",
+    "{%for x in xs%}{{ x }}{%endfor%}{%if t%}ok{%endif%}",
     "{% raw %}{{ s|nosuchfilter }}{% endraw %}{# s|nosuchfilter #}{{ '|nosuchfilter' }}{{ 'is nosuchtest' }}",
 ]
 

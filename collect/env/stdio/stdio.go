@@ -464,9 +464,7 @@ func (p *proc) call(ctx context.Context, req any, out any) error {
 			return fmt.Errorf("stdio: %s: the environment exited without answering (%s)%s", op, p.status(), p.stderr.Quote())
 		}
 		if !json.Valid(line) {
-			var v any
-			err := json.Unmarshal(line, &v) // for the syntax error's text
-			return fmt.Errorf("stdio: %s: response is not JSON: %w: %.200q", op, err, line)
+			return fmt.Errorf("stdio: %s: %w", op, notJSON(line))
 		}
 		var e struct {
 			ID    json.RawMessage `json:"id"`
@@ -513,6 +511,41 @@ func (p *proc) call(ctx context.Context, req any, out any) error {
 		}
 		return fmt.Errorf("stdio: %s: %w", op, ctx.Err())
 	}
+}
+
+// notJSON says why line, which is not JSON, is not, quoting it where its
+// parsing failed: a long response (a tool result) quoted from its start
+// hid the NaN that Python's json.dumps writes at its end. It names the
+// two usual causes: NaN or Infinity, and a print to stdout before the
+// response.
+func notJSON(line []byte) error {
+	line = bytes.TrimRight(line, "\r\n")
+	var v any
+	err := json.Unmarshal(line, &v)
+	var se *json.SyntaxError
+	if !errors.As(err, &se) {
+		return fmt.Errorf("response is not JSON: %w: %.200q", err, line)
+	}
+	// Offset is past the byte that failed: the quote starts 100 bytes
+	// before it.
+	at := int(se.Offset) - 1
+	from, to := max(at-100, 0), min(at+100, len(line))
+	quote := fmt.Sprintf("%q", line[from:to])
+	if from > 0 {
+		quote = "…" + quote
+	}
+	if to < len(line) {
+		quote += "…"
+	}
+	hint := ""
+	switch rest := line[min(max(at, 0), len(line)):]; {
+	case bytes.HasPrefix(rest, []byte("NaN")) || bytes.HasPrefix(rest, []byte("Infinity")) || bytes.HasPrefix(line[max(at-1, 0):], []byte("Infinity")):
+		hint = " (NaN and Infinity are not JSON, though Python's json.dumps writes them for float('nan') and float('inf'): a reward or metric must be a finite number)"
+	case at == len(line)-len(bytes.TrimLeft(line, " \t")):
+		// Not JSON from its first byte: no response at all.
+		hint = " (stdout carries responses only: a print before the response? Write logs to stderr)"
+	}
+	return fmt.Errorf("response is not JSON: %w at byte %d: %s%s", err, at, quote, hint)
 }
 
 // bufferedHint names the usual cause of a program that never answers: its

@@ -181,11 +181,58 @@ type episode struct {
 // wireObs is a reset or step response; messages and tools are in the
 // OpenAI chat shape (format/chatmsg).
 type wireObs struct {
-	Messages []chatmsg.Message  `json:"messages"`
-	Tools    []trajectory.Tool  `json:"tools"`
-	Done     bool               `json:"done"`
-	Reward   float64            `json:"reward"`
-	Metrics  map[string]float64 `json:"metrics"`
+	Messages []chatmsg.Message `json:"messages"`
+	Tools    []trajectory.Tool `json:"tools"`
+	Done     bool              `json:"done"`
+	// Reward and Metrics are read by outcome, which names a value that
+	// is not a number.
+	Reward  json.RawMessage `json:"reward"`
+	Metrics json.RawMessage `json:"metrics"`
+}
+
+// outcome reads a step response's reward and metrics. A reward left out
+// or null is 0 (docs/stdio-env.md); a metric must be a number: a null one
+// (Python's None) read as 0 would pull its mean down unseen, and a bool
+// or a string is refused naming the metric, which encoding/json's error
+// ("Go struct field wireObs.metrics") did not.
+func (r wireObs) outcome() (env.Outcome, error) {
+	var o env.Outcome
+	if len(r.Reward) > 0 && string(r.Reward) != "null" {
+		if json.Unmarshal(r.Reward, &o.Reward) != nil {
+			return o, fmt.Errorf("reward is %s, not a number", clip(r.Reward))
+		}
+	}
+	if len(r.Metrics) == 0 || string(r.Metrics) == "null" {
+		return o, nil
+	}
+	var raw map[string]json.RawMessage
+	if json.Unmarshal(r.Metrics, &raw) != nil {
+		return o, fmt.Errorf(`metrics is %s, not an object of numbers ({"correct": 1})`, clip(r.Metrics))
+	}
+	o.Metrics = make(map[string]float64, len(raw))
+	for k, v := range raw {
+		var f float64
+		switch {
+		case string(v) == "null":
+			return o, fmt.Errorf("metrics %q is null: a metric is a number (leave it out of metrics where it does not apply)", k)
+		case string(v) == "true" || string(v) == "false":
+			return o, fmt.Errorf("metrics %q is %s: a metric is a number (send 1 or 0)", k, v)
+		case json.Unmarshal(v, &f) != nil:
+			return o, fmt.Errorf("metrics %q is %s, not a number", k, clip(v))
+		}
+		o.Metrics[k] = f
+	}
+	return o, nil
+}
+
+// clip is a value's first 80 bytes as UTF-8, for an error that becomes a
+// row's error string: a cut inside a character, or a string of the
+// program's in Latin-1, would not be.
+func clip(v json.RawMessage) string {
+	if len(v) > 80 {
+		return strings.ToValidUTF8(string(v[:80]), "") + "…"
+	}
+	return strings.ToValidUTF8(string(v), "\uFFFD")
 }
 
 func fromWire(ws []chatmsg.Message) ([]trajectory.Message, error) {
@@ -236,7 +283,11 @@ func (ep *episode) Step(ctx context.Context, t env.Turn) (env.Feedback, error) {
 	if err != nil {
 		return env.Feedback{}, fmt.Errorf("stdio: step: %w", err)
 	}
-	ep.outcome = env.Outcome{Reward: r.Reward, Metrics: r.Metrics}
+	o, err := r.outcome()
+	if err != nil {
+		return env.Feedback{}, fmt.Errorf("stdio: step: %w", err)
+	}
+	ep.outcome = o
 	return env.Feedback{Messages: msgs, Done: r.Done}, nil
 }
 

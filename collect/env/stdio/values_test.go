@@ -70,3 +70,40 @@ func TestNotJSONQuotedWhereItFails(t *testing.T) {
 		})
 	}
 }
+
+// A step's reward and metrics are numbers: a metric given otherwise fails
+// the episode with an error naming it and what it was. Before, a null
+// metric (Python's None, for "does not apply") was recorded as 0 without
+// a word, pulling its mean down, and a bool (Python's answer == expected)
+// or a string failed with encoding/json's "Go struct field
+// wireObs.metrics", which named no metric.
+func TestStepValuesNamed(t *testing.T) {
+	for _, tc := range []struct {
+		name, step string
+		want       []string
+	}{
+		{"null-metric", `{"done": True, "reward": 1, "metrics": {"correct": 1, "overlap": None}}`, []string{`metrics "overlap"`, "null", "leave it out"}},
+		{"bool-metric", `{"done": True, "reward": 1, "metrics": {"correct": True}}`, []string{`metrics "correct"`, "true", "1 or 0"}},
+		{"string-metric", `{"done": True, "reward": 1, "metrics": {"correct": "yes"}}`, []string{`metrics "correct"`, `"yes"`}},
+		{"string-reward", `{"done": True, "reward": "0.5"}`, []string{`reward`, `"0.5"`, "a number"}},
+		{"metrics-list", `{"done": True, "reward": 1, "metrics": [1, 2]}`, []string{`metrics`, "an object"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := playSayingHi(t, valuesEnv(t, "", tc.step), "s1")
+			if err == nil {
+				t.Fatalf("the episode succeeded with outcome %+v", res.Outcome)
+			}
+			t.Log(err)
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q\nwants %q", err, w)
+				}
+			}
+		})
+	}
+	// Numbers, and a reward left out or null, are as before.
+	res, err := playSayingHi(t, valuesEnv(t, "", `{"done": True, "reward": None, "metrics": {"correct": 1, "steps": 3.5}}`), "s1")
+	if err != nil || res.Outcome.Reward != 0 || res.Outcome.Metrics["correct"] != 1 || res.Outcome.Metrics["steps"] != 3.5 {
+		t.Errorf("outcome %+v, error %v; want reward 0, correct 1, steps 3.5", res.Outcome, err)
+	}
+}

@@ -92,7 +92,7 @@ func listTools(ctx context.Context, s *server) ([]trajectory.Tool, error) {
 	var tools []trajectory.Tool
 	for tool, err := range s.session.Tools(ctx, nil) {
 		if err != nil {
-			return nil, fmt.Errorf("list tools: %w%s", err, s.tail.quote())
+			return nil, fmt.Errorf("list tools: %w%s%s", err, s.out.notJSON(err), s.tail.quote())
 		}
 		params := ""
 		if tool.InputSchema != nil {
@@ -271,7 +271,7 @@ func (ep *episode) Step(ctx context.Context, t env.Turn) (env.Feedback, error) {
 			}
 			if !errors.As(err, &rejected) || errors.Is(err, mcp.ErrConnectionClosed) {
 				if ep.srv.gone(ctx) {
-					return env.Feedback{}, fmt.Errorf("mcp: %s: the server was lost (later episodes get a new one): %w%s", c.Name, err, ep.srv.tail.quote())
+					return env.Feedback{}, fmt.Errorf("mcp: %s: the server was lost (later episodes get a new one): %w%s%s", c.Name, err, ep.srv.out.notJSON(err), ep.srv.tail.quote())
 				}
 				return env.Feedback{}, fmt.Errorf("mcp: %s: %w", c.Name, err)
 			}

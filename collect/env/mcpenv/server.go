@@ -30,6 +30,7 @@ type server struct {
 	cmd      *exec.Cmd // the stdio server's process; nil for a URL
 	group    *procgroup.Set
 	tail     *stderrTail // the stdio server's stderr; nil for a URL
+	out      *stdoutTail // the stdio server's stdout; nil for a URL
 	answered atomic.Bool // a tool call got an answer: the server works
 	// tools are what this server listed: a restarted one is listed again,
 	// since its program may have changed meanwhile, and its episodes are
@@ -107,7 +108,8 @@ func dial(ctx context.Context, o Options, group *procgroup.Set) (*server, error)
 			return nil, fmt.Errorf("start %s: %w%s", o.Command[0], err, s.tail.quote())
 		}
 		s.cmd = cmd
-		t = &mcp.IOTransport{Reader: stdout, Writer: stdin}
+		s.out = newStdoutTail(stdout)
+		t = &mcp.IOTransport{Reader: s.out, Writer: stdin}
 	} else {
 		t = &mcp.StreamableClientTransport{Endpoint: o.URL, DisableStandaloneSSE: true}
 	}
@@ -118,7 +120,7 @@ func dial(ctx context.Context, o Options, group *procgroup.Set) (*server, error)
 			c.Writer.Close() // what Close would do for a session
 		}
 		serr := s.stop()
-		return nil, fmt.Errorf("connect: %w%s", errors.Join(err, serr), s.tail.quote())
+		return nil, fmt.Errorf("connect: %w%s%s", errors.Join(err, serr), s.out.notJSON(err), s.tail.quote())
 	}
 	s.session = session
 	go func() {

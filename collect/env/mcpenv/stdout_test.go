@@ -1,0 +1,66 @@
+package mcpenv_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/collect/env/envtest"
+	"github.com/hone-rl/hone/collect/env/mcpenv"
+)
+
+// printingServer writes a Python MCP server, the example's with pre
+// Python run first and call_tool printing to stdout when loud, and
+// returns its command.
+func printingServer(t *testing.T, pre string, loud bool) []string {
+	t.Helper()
+	py := envtest.Python(t, os.Getenv("CI") != "")
+	example, _ := filepath.Abs("../../../pipelines/mcp-env-example")
+	script := filepath.Join(t.TempDir(), "loud.py")
+	body := "import sys\nsys.path.insert(0, sys.argv[1])\n" + pre + "\nimport server\n"
+	if loud {
+		body += `call = server.call_tool
+def call_tool(name, args):
+    sys.stdout.write("calling %s with %s\n" % (name, args))
+    sys.stdout.flush()
+    return call(name, args)
+server.call_tool = call_tool
+`
+	}
+	if err := os.WriteFile(script, []byte(body+"server.main()\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return []string{py, script, example}
+}
+
+// A stdio server that prints to stdout, where only its protocol messages
+// go, fails with the line it printed and where logs belong. Before, the
+// error was encoding/json's alone ("invalid character 'c' looking for
+// beginning of value"), naming neither the line nor the cause, whether
+// the print came at start-up (a banner) or in a tool call.
+func TestServerPrintToStdoutQuoted(t *testing.T) {
+	ctx := context.Background()
+	_, err := mcpenv.Open(ctx, mcpenv.Options{Command: printingServer(t, `print("Countries server ready", flush=True)`, false), Tasks: tasks})
+	t.Log(err)
+	if err == nil || !strings.Contains(err.Error(), `"Countries server ready"`) || !strings.Contains(err.Error(), "write logs to stderr") {
+		t.Errorf("server with a banner on stdout: %v; want the banner quoted and where logs go", err)
+	}
+
+	e, err := mcpenv.Open(ctx, mcpenv.Options{Command: printingServer(t, "", true), Tasks: tasks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ep, err := e.NewEpisode(ctx, tasks[0], 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = env.Play(ctx, ep, calls("capital", `{"country":"Peru"}`), 4)
+	t.Log(err)
+	if err == nil || !strings.Contains(err.Error(), `"calling capital with {'country': 'Peru'}"`) || !strings.Contains(err.Error(), "write logs to stderr") {
+		t.Errorf("server printing in a tool call: %v; want the line quoted and where logs go", err)
+	}
+}

@@ -658,9 +658,17 @@ func loadScenarios(ctx context.Context, o *Options, scripted bool) (scs []env.Sc
 		if o.Groups > 0 && o.Groups < len(scs) {
 			scs = scs[:o.Groups]
 		}
-		if o.Groups > len(scs) { // a run of fewer groups than asked is said, not silent
-			o.Log.Warn("fewer scenarios than --groups: playing those there are", "scenarios", o.Scenarios, "split", o.Split,
-				"groups", o.Groups, "available", len(scs))
+		// A run of fewer groups than asked is said, not silent, once the
+		// environments opened: a run refused then (no scripted policy)
+		// warned first of what it did not play.
+		if o.Groups > len(scs) {
+			available := len(scs)
+			defer func() {
+				if err == nil {
+					o.Log.Warn("fewer scenarios than --groups: playing those there are", "scenarios", o.Scenarios, "split", o.Split,
+						"groups", o.Groups, "available", available)
+				}
+			}()
 		}
 	} else {
 		if o.Groups <= 0 {

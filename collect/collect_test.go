@@ -919,3 +919,31 @@ func TestStopKeepsEpisodesFailedBefore(t *testing.T) {
 		}
 	}
 }
+
+// With a scenarios file and --policy scripted, an environment without a
+// scripted policy is refused before the run warns of fewer scenarios
+// than --groups: the warning was logged first, about a run that then did
+// not start, and read as the reason it did not.
+func TestScriptedRefusedBeforeFewerWarning(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not on PATH")
+	}
+	dir := t.TempDir()
+	script, scenarios := filepath.Join(dir, "env.py"), filepath.Join(dir, "s.jsonl")
+	os.WriteFile(script, []byte(`import sys, json
+for line in sys.stdin:
+    print(json.dumps({"name": "np"}), flush=True)
+`), 0o644)
+	os.WriteFile(scenarios, []byte(`{"id":"a","environment":"stdio"}`+"\n"+`{"id":"b","environment":"stdio"}`+"\n"), 0o644)
+	var out, log bytes.Buffer
+	o := collect.Options{Env: "stdio", EnvOpts: map[string]string{"cmd": py + " -S " + script}, Scenarios: scenarios, Groups: 5, GroupSize: 1, Concurrency: 1, Run: "r", Policy: "scripted", Out: &out,
+		Log: slog.New(slog.NewTextHandler(&log, nil))}
+	err = collect.Run(context.Background(), o)
+	if !errors.Is(err, stageerr.ErrUsage) || !strings.Contains(err.Error(), "no scripted polic") {
+		t.Fatalf("got %v, want a usage error saying the environment has no scripted policy", err)
+	}
+	if strings.Contains(log.String(), "fewer scenarios") {
+		t.Errorf("the run was refused, yet warned of fewer scenarios first; log:\n%s", log.String())
+	}
+}

@@ -628,6 +628,11 @@ func loadScenarios(ctx context.Context, o *Options, scripted bool) (scs []env.Sc
 			// of the same server.
 			return nil, fmt.Errorf("environment %s: %w", name, err)
 		}
+		// An MCP environment says in the run's log when a restarted
+		// server lists other tools.
+		if l, ok := e.(interface{ SetLog(*slog.Logger) }); ok {
+			l.SetLog(o.Log)
+		}
 		envs[name] = e
 		if scripted {
 			// Refused as the environment opens, before it is asked

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -257,5 +259,49 @@ func TestGenerateTasksValFractionExact(t *testing.T) {
 		if val != c.want {
 			t.Errorf("val fraction %v of 100 tasks: %d in split val, want %d", c.f, val, c.want)
 		}
+	}
+}
+
+// A run whose MCP server is lost and restarted with other tools (here the
+// Python example, which offers motto instead of population from its
+// second start on) says so in the run's log, naming them: the later
+// episodes were offered other tools.
+func TestMCPRestartWithOtherToolsLogged(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not on PATH")
+	}
+	dir := t.TempDir()
+	example, _ := filepath.Abs("../pipelines/mcp-env-example")
+	script, starts, tasks := filepath.Join(dir, "changing.py"), filepath.Join(dir, "starts"), filepath.Join(dir, "tasks.jsonl")
+	os.WriteFile(script, []byte(`import os, sys
+sys.path.insert(0, sys.argv[1])
+with open(sys.argv[2], "a") as f:
+    f.write("start\n")
+with open(sys.argv[2]) as f:
+    start = len(f.readlines())
+import server
+if start > 1:
+    server.TOOLS[1:] = [{"name": "motto", "description": "A country's motto.",
+                         "inputSchema": {"type": "object", "properties": {"country": {"type": "string"}}}}]
+call = server.call_tool
+def call_tool(name, args):
+    if args.get("country") == "Atlantis":
+        os._exit(9)
+    return call(name, args)
+server.call_tool = call_tool
+server.main()
+`), 0o644)
+	os.WriteFile(tasks, []byte(`{"id":"sunk","environment":"mcp","payload":{"task":"Capital of Atlantis?","solution":{"calls":[{"name":"capital","arguments":{"country":"Atlantis"}}]}}}
+{"id":"peru","environment":"mcp","payload":{"task":"Capital of Peru?","answer":"Lima","solution":{"calls":[{"name":"capital","arguments":{"country":"Peru"}}],"answer":"Lima"}}}
+`), 0o644)
+	var out, log bytes.Buffer
+	o := collect.Options{Env: "mcp", EnvOpts: map[string]string{"cmd": py + " " + script + " " + example + " " + starts}, Scenarios: tasks,
+		GroupSize: 1, Concurrency: 1, Run: "r", Policy: "scripted:replay", Out: &out, Log: slog.New(slog.NewTextHandler(&log, nil))}
+	if err := collect.Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "other tools") || !strings.Contains(log.String(), "added=[motto]") || !strings.Contains(log.String(), "removed=[population]") {
+		t.Errorf("log of a run whose server came back with other tools:\n%s", log.String())
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 
@@ -56,6 +57,8 @@ type Env struct {
 	gaveUp   error             // set once restarts reached maxRestarts
 	closed   bool
 
+	log *slog.Logger // SetLog's; nil until then
+
 	// asked maps a task text to the scenario last started with it, so a
 	// replay policy, which sees only the conversation, finds its solution.
 	mu    sync.Mutex
@@ -84,6 +87,14 @@ func Open(ctx context.Context, o Options) (*Env, error) {
 	}
 	e.srv, e.tools = s, s.tools
 	return e, nil
+}
+
+// SetLog gives the environment the run's log, where a restarted server
+// that lists other tools is said (nil: none).
+func (e *Env) SetLog(l *slog.Logger) {
+	e.srvMu.Lock()
+	defer e.srvMu.Unlock()
+	e.log = l
 }
 
 // listTools lists the server's tools in the agent's shape. A server that

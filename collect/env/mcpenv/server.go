@@ -204,6 +204,43 @@ func (e *Env) current(ctx context.Context) (*server, error) {
 		e.lastErr = err
 		return nil, err
 	}
+	e.logTools(e.tools, s.tools)
 	e.srv, e.tools = s, s.tools
 	return s, nil
+}
+
+// logTools says, when the restarted server's tools (now) are not those of
+// the one before (was), which were added, removed or changed: the
+// episodes from then on are offered others, which a reader of the run's
+// rows would not know otherwise.
+func (e *Env) logTools(was, now []trajectory.Tool) {
+	if e.log == nil {
+		return
+	}
+	before := make(map[string]trajectory.Tool, len(was))
+	for _, t := range was {
+		before[t.Name] = t
+	}
+	var added, removed, changed []string
+	for _, t := range now {
+		old, ok := before[t.Name]
+		switch {
+		case !ok:
+			added = append(added, t.Name)
+		case old != t:
+			changed = append(changed, t.Name)
+		}
+		delete(before, t.Name)
+	}
+	for _, t := range was {
+		if _, ok := before[t.Name]; ok {
+			removed = append(removed, t.Name)
+		}
+	}
+	if len(added)+len(removed)+len(changed) == 0 {
+		e.log.Info("restarted the MCP server", "restart", e.restarts, "tools", len(now))
+		return
+	}
+	e.log.Warn("the restarted MCP server offers other tools: later episodes are offered those", "restart", e.restarts,
+		"added", added, "removed", removed, "changed", changed)
 }

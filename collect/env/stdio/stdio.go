@@ -503,7 +503,7 @@ func (p *proc) call(ctx context.Context, req any, out any) error {
 	case <-ctx.Done():
 		p.close()
 		<-written
-		return fmt.Errorf("stdio: %s: %w", op, ctx.Err())
+		return fmt.Errorf("stdio: %s: %w%s", op, ctx.Err(), p.stderr.Quote())
 	}
 	select {
 	case line, ok := <-p.lines:
@@ -552,15 +552,17 @@ func (p *proc) call(ctx context.Context, req any, out any) error {
 		}
 		return nil
 	case <-ctx.Done():
+		// Closed first, so that the stderr quoted, what the program was
+		// busy with, is all it wrote.
 		p.close()
 		// Only the first request of a process can wait on a buffered
 		// stdout: once a response came through the pipe, the program
 		// flushes, and a later request that times out is slow, not
 		// buffered.
 		if p.sent == 1 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return fmt.Errorf("stdio: %s: %w: no response came; %s", op, ctx.Err(), bufferedHint)
+			return fmt.Errorf("stdio: %s: %w: no response came; %s%s", op, ctx.Err(), bufferedHint, p.stderr.Quote())
 		}
-		return fmt.Errorf("stdio: %s: %w", op, ctx.Err())
+		return fmt.Errorf("stdio: %s: %w%s", op, ctx.Err(), p.stderr.Quote())
 	}
 }
 

@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/hone-rl/hone/collect/env"
 	"github.com/hone-rl/hone/collect/env/stdio"
 )
 
@@ -105,5 +107,39 @@ func TestStepValuesNamed(t *testing.T) {
 	res, err := playSayingHi(t, valuesEnv(t, "", `{"done": True, "reward": None, "metrics": {"correct": 1, "steps": 3.5}}`), "s1")
 	if err != nil || res.Outcome.Reward != 0 || res.Outcome.Metrics["correct"] != 1 || res.Outcome.Metrics["steps"] != 3.5 {
 		t.Errorf("outcome %+v, error %v; want reward 0, correct 1, steps 3.5", res.Outcome, err)
+	}
+}
+
+// A step that runs past its deadline fails quoting what the program last
+// wrote on stderr, as a program that exits does: "context deadline
+// exceeded" alone did not say what it was busy with (here waiting for a
+// grader that does not answer), which it had logged.
+func TestTimeoutQuotesStderr(t *testing.T) {
+	e := scriptEnv(t, python(t), `import sys, json, time
+for line in sys.stdin:
+    req = json.loads(line)
+    if req['op'] == 'hello':
+        print(json.dumps({'name': 'slow'}), flush=True)
+    elif req['op'] == 'reset':
+        print(json.dumps({'messages': [{'role': 'user', 'content': 'go'}]}), flush=True)
+    else:
+        sys.stderr.write('connecting to the grader at localhost:9999\n')
+        sys.stderr.flush()
+        time.sleep(60)
+`)
+	ctx := context.Background()
+	ep, err := e.NewEpisode(ctx, env.Scenario{ID: "s"}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	if _, err := ep.Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	_, err = ep.Step(c, env.Turn{Message: env.Assistant("hi")})
+	if err == nil || !strings.Contains(err.Error(), "context deadline exceeded") || !strings.Contains(err.Error(), "stderr: connecting to the grader at localhost:9999") {
+		t.Fatalf("step past its deadline: %v; want the deadline and the program's stderr", err)
 	}
 }

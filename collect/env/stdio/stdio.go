@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -548,7 +549,7 @@ func (p *proc) call(ctx context.Context, req any, out any) error {
 			return fmt.Errorf("stdio: %s: environment error: %s", op, text)
 		}
 		if err := json.Unmarshal(line, out); err != nil {
-			return fmt.Errorf("stdio: %s: response: %w", op, err)
+			return fmt.Errorf("stdio: %s: response: %w", op, typeError(err))
 		}
 		return nil
 	case <-ctx.Done():
@@ -599,6 +600,34 @@ func notJSON(line []byte) error {
 		hint = " (stdout carries responses only: a print before the response? Write logs to stderr)"
 	}
 	return fmt.Errorf("response is not JSON: %w at byte %d: %s%s", err, at, quote, hint)
+}
+
+// typeError words encoding/json's error for a field of the wrong type in
+// the protocol's terms: "Go struct field wireObs.done of type bool" named
+// a type of hone-collect's, not what the field should be.
+func typeError(err error) error {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) || te.Field == "" || te.Type == nil {
+		return err
+	}
+	want := te.Type.String()
+	switch te.Type.Kind() {
+	case reflect.Bool:
+		want = "true or false"
+	case reflect.String:
+		want = "a string"
+	case reflect.Float32, reflect.Float64, reflect.Int, reflect.Int64:
+		want = "a number"
+	case reflect.Slice, reflect.Array:
+		want = "a list"
+	case reflect.Struct, reflect.Map:
+		want = "an object"
+	}
+	got := "a " + te.Value
+	if te.Value == "array" || te.Value == "object" {
+		got = "an " + te.Value
+	}
+	return fmt.Errorf("%q is %s, want %s", te.Field, got, want)
 }
 
 // bufferedHint names the usual cause of a program that never answers: its

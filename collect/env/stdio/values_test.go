@@ -143,3 +143,29 @@ for line in sys.stdin:
 		t.Fatalf("step past its deadline: %v; want the deadline and the program's stderr", err)
 	}
 }
+
+// A response field of the wrong type fails naming the field and what it
+// should be: encoding/json's "Go struct field wireObs.done of type bool"
+// named a type of hone-collect's, not the protocol's words.
+func TestResponseFieldTypeNamed(t *testing.T) {
+	for _, tc := range []struct {
+		name, step string
+		want       []string
+	}{
+		{"done-string", `{"done": "true", "reward": 1}`, []string{`"done" is a string`, "want true or false"}},
+		{"messages-object", `{"done": True, "messages": {"role": "user", "content": "x"}}`, []string{`"messages" is an object`, "want a list"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := playSayingHi(t, valuesEnv(t, "", tc.step), "s1")
+			if err == nil {
+				t.Fatal("the episode succeeded")
+			}
+			t.Log(err)
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) || strings.Contains(err.Error(), "wireObs") {
+					t.Errorf("error %q\nwants %q, and no Go type", err, w)
+				}
+			}
+		})
+	}
+}

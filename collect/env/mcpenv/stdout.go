@@ -45,11 +45,13 @@ func (s *stdoutTail) Read(p []byte) (int, error) {
 func (s *stdoutTail) Close() error { return s.r.Close() }
 
 // notJSON is "; the server wrote … on stdout" with the first line kept
-// that is not JSON, when err is the session's failure to read one, or ""
-// otherwise. Nil-safe, as a URL's server has no stdout.
+// that is no JSON-RPC message, when err is the session's failure to read
+// one, or "" otherwise. Nil-safe, as a URL's server has no stdout.
 func (s *stdoutTail) notJSON(err error) string {
 	var se *json.SyntaxError
-	if s == nil || err == nil || (!errors.As(err, &se) && !strings.Contains(err.Error(), "invalid character")) {
+	// The SDK's words for a JSON line that is no JSON-RPC message (a
+	// print of json.dumps) are its version tag's.
+	if s == nil || err == nil || (!errors.As(err, &se) && !strings.Contains(err.Error(), "invalid character") && !strings.Contains(err.Error(), "invalid message version tag")) {
 		return ""
 	}
 	s.mu.Lock()
@@ -62,9 +64,21 @@ func (s *stdoutTail) notJSON(err error) string {
 	for _, l := range lines {
 		// The last line may be cut short: a print written in pieces, of
 		// which the session read the first and closed the pipe.
-		if l = bytes.TrimSpace(l); len(l) > 0 && !json.Valid(l) {
+		if l = bytes.TrimSpace(l); len(l) > 0 && !isRPC(l) {
 			return fmt.Sprintf("; the server wrote %.200q on stdout, which carries its MCP messages only (a print? write logs to stderr)", l)
 		}
 	}
 	return ""
+}
+
+// isRPC says whether line is a JSON-RPC 2.0 message, or a batch of them.
+func isRPC(line []byte) bool {
+	var m struct {
+		Version string `json:"jsonrpc"`
+	}
+	if line[0] == '[' {
+		var batch []json.RawMessage
+		return json.Unmarshal(line, &batch) == nil && len(batch) > 0 && isRPC(bytes.TrimSpace(batch[0]))
+	}
+	return json.Unmarshal(line, &m) == nil && m.Version == "2.0"
 }

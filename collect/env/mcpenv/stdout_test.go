@@ -49,6 +49,14 @@ func TestServerPrintToStdoutQuoted(t *testing.T) {
 		t.Errorf("server with a banner on stdout: %v; want the banner quoted and where logs go", err)
 	}
 
+	// JSON, but no JSON-RPC message: the SDK's error spoke of a
+	// "version tag".
+	_, err = mcpenv.Open(ctx, mcpenv.Options{Command: printingServer(t, `print('{"status": "ready"}', flush=True)`, false), Tasks: tasks})
+	t.Log(err)
+	if err == nil || !strings.Contains(err.Error(), `"{\"status\": \"ready\"}"`) || !strings.Contains(err.Error(), "write logs to stderr") {
+		t.Errorf("server with a JSON banner on stdout: %v; want the banner quoted and where logs go", err)
+	}
+
 	e, err := mcpenv.Open(ctx, mcpenv.Options{Command: printingServer(t, "", true), Tasks: tasks})
 	if err != nil {
 		t.Fatal(err)

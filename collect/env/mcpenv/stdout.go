@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // stdoutTail passes a stdio server's stdout to the session, keeping the
@@ -46,11 +48,15 @@ func (s *stdoutTail) Close() error { return s.r.Close() }
 
 // notJSON is "; the server wrote … on stdout" with the first line kept
 // that is no JSON-RPC message, when err is the session's failure to read
-// one, or "" otherwise. Nil-safe, as a URL's server has no stdout.
+// one, or says the limit on one message when err is that a message was
+// over it; "" otherwise. Nil-safe, as a URL's server has no stdout.
 func (s *stdoutTail) notJSON(err error) string {
 	var se *json.SyntaxError
 	// The SDK's words for a JSON line that is no JSON-RPC message (a
 	// print of json.dumps) are its version tag's.
+	if s != nil && err != nil && strings.Contains(err.Error(), "exceeded the configured maximum line length") {
+		return fmt.Sprintf("; the server's message (a tool result?) was over %d MiB, the MCP SDK's limit on one, which the session ends at", mcp.DefaultMaxLineLength>>20)
+	}
 	if s == nil || err == nil || (!errors.As(err, &se) && !strings.Contains(err.Error(), "invalid character") && !strings.Contains(err.Error(), "invalid message version tag")) {
 		return ""
 	}

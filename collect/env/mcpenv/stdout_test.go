@@ -72,3 +72,25 @@ func TestServerPrintToStdoutQuoted(t *testing.T) {
 		t.Errorf("server printing in a tool call: %v; want the line quoted and where logs go", err)
 	}
 }
+
+// A tool result over the SDK's limit on one message (16 MiB) ends the
+// session: the error says which limit and how large, which the SDK's
+// "exceeded the configured maximum line length" did not.
+func TestServerResultOverLimitSaid(t *testing.T) {
+	ctx := context.Background()
+	e, err := mcpenv.Open(ctx, mcpenv.Options{Command: printingServer(t, `import server
+server.call_tool = lambda name, args: ("x" * (17 << 20), False)`, false), Tasks: tasks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ep, err := e.NewEpisode(ctx, tasks[0], 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = env.Play(ctx, ep, calls("capital", `{"country":"Peru"}`), 4)
+	t.Log(err)
+	if err == nil || !strings.Contains(err.Error(), "16 MiB") || !strings.Contains(err.Error(), "capital") {
+		t.Errorf("a tool result of 17 MiB: %v; want the 16 MiB limit named", err)
+	}
+}

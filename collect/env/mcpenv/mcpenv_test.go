@@ -76,6 +76,16 @@ func TestMain(m *testing.M) {
 		s.Run(context.Background(), &mcp.StdioTransport{})
 		os.Exit(0)
 	}
+	if os.Getenv("HONE_MCP_TEST_SERVER") == "huge" {
+		// The test server plus a tool whose result is over the SDK's
+		// limit on one message: the server stays healthy.
+		s := testServer()
+		mcp.AddTool(s, &mcp.Tool{Name: "huge", Description: "a 17 MiB result"}, func(_ context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", 17<<20)}}}, nil, nil
+		})
+		s.Run(context.Background(), &mcp.StdioTransport{})
+		os.Exit(0)
+	}
 	if os.Getenv("HONE_MCP_TEST_SERVER") == "1" {
 		if err := testServer().Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 			fmt.Fprintln(os.Stderr, err)

@@ -115,6 +115,40 @@ func TestRestartsBounded(t *testing.T) {
 	}
 }
 
+// TestOverLimitResultsDoNotGiveUp: a tool result over the SDK's 16 MiB
+// limit on one message ends the session, so the next episode gets a new
+// server, but the server answered: each such result fails its own
+// episode only. Before, it counted as a server lost without an answer,
+// and three in a row gave up on a healthy server, failing every later
+// episode of the run.
+func TestOverLimitResultsDoNotGiveUp(t *testing.T) {
+	e, starts := startServer(t, "huge")
+	ctx := context.Background()
+	for i := range maxRestartsPlus2 {
+		ep, err := e.NewEpisode(ctx, tasks[0], 0)
+		if err != nil {
+			t.Fatalf("episode %d after %d results over the limit: %v", i, i, err)
+		}
+		if _, err := env.Play(ctx, ep, calls("huge", `{}`), 4); err == nil || !strings.Contains(err.Error(), "16 MiB") {
+			t.Fatalf("episode %d: %v; want its result over the 16 MiB limit said", i, err)
+		}
+	}
+	ep, err := e.NewEpisode(ctx, tasks[0], 0)
+	if err != nil {
+		t.Fatalf("episode after the results over the limit: %v", err)
+	}
+	if res, err := env.Play(ctx, ep, calls("add", `{"a":2,"b":3}`), 4); err != nil || res.Outcome.Reward != 1 {
+		t.Fatalf("episode after the results over the limit: err %v outcome %+v", err, res.Outcome)
+	}
+	if n := countStarts(t, starts); n != maxRestartsPlus2+1 {
+		t.Errorf("the server started %d times, want %d (once per session the limit ended)", n, maxRestartsPlus2+1)
+	}
+}
+
+// maxRestartsPlus2 is past the 3 restarts in a row the environment
+// allows a server lost without an answer.
+const maxRestartsPlus2 = 5
+
 // TestURLServerReconnected: a URL's server that restarted (here: its
 // handler replaced, which forgets the session) fails the episode on the
 // old session, and the next episode connects again.

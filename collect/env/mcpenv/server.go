@@ -175,12 +175,17 @@ func (e *Env) current(ctx context.Context) (*server, error) {
 	}
 	why := e.lastErr
 	if old := e.srv; old != nil {
-		if old.answered.Load() {
-			e.restarts = 0
-		}
 		// Stopping now, not when the episode that lost it ends, so the
 		// stderr quoted is whole.
 		old.close()
+		// A session ended by a message over the SDK's limit (a tool
+		// result that large) failed that call's episode, but the
+		// server answered it: the restart it needs is not one towards
+		// giving up on the server. Asked of the closed session, whose
+		// end says so whichever episode found it lost first.
+		if old.answered.Load() || overLimit(old.session.Wait()) {
+			e.restarts = 0
+		}
 		why = fmt.Errorf("the server was lost%s", old.tail.quote())
 		e.srv = nil
 	}

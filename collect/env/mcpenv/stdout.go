@@ -54,7 +54,7 @@ func (s *stdoutTail) notJSON(err error) string {
 	var se *json.SyntaxError
 	// The SDK's words for a JSON line that is no JSON-RPC message (a
 	// print of json.dumps) are its version tag's.
-	if s != nil && err != nil && strings.Contains(err.Error(), "exceeded the configured maximum line length") {
+	if s != nil && overLimit(err) {
 		return fmt.Sprintf("; the server's message (a tool result?) was over %d MiB, the MCP SDK's limit on one, which the session ends at", mcp.DefaultMaxLineLength>>20)
 	}
 	if s == nil || err == nil || (!errors.As(err, &se) && !strings.Contains(err.Error(), "invalid character") && !strings.Contains(err.Error(), "invalid message version tag")) {
@@ -87,4 +87,11 @@ func isRPC(line []byte) bool {
 		return json.Unmarshal(line, &batch) == nil && len(batch) > 0 && isRPC(bytes.TrimSpace(batch[0]))
 	}
 	return json.Unmarshal(line, &m) == nil && m.Version == "2.0"
+}
+
+// overLimit says whether err is the SDK's failure on a message over its
+// limit on one (mcp.DefaultMaxLineLength), which ends the session though
+// the server, which wrote it whole, works.
+func overLimit(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "exceeded the configured maximum line length")
 }

@@ -304,7 +304,7 @@ func (e *evalAgg) placeStep(t *trajectory.Trajectory, where string) error {
 		return nil
 	}
 	if served.Step != e.step {
-		return fmt.Errorf("%s: answered by step %d, but %s by step %d: log each step's episodes on their own, or pass --step", where, served.Step, e.stepFrom, e.step)
+		return fmt.Errorf("%s: answered by step %d, but %s by step %d: log each step's episodes on their own", where, served.Step, e.stepFrom, e.step)
 	}
 	return nil
 }

@@ -62,3 +62,26 @@ func TestLogEvalErrorsNameFileAndRow(t *testing.T) {
 		t.Errorf("NaN reward in %s: exit %d, stderr %q; want 2 and %q", b, r.code, r.stderr, want)
 	}
 }
+
+// Episodes of two steps of the run, logged together, are refused saying
+// to log each step's on its own. The refusal also said "or pass --step",
+// which --step now refuses too (rows naming another step of the run):
+// followed, it led to a second refusal.
+func TestLogEvalTwoStepsHintWorks(t *testing.T) {
+	rl := evalRun(t, 2)
+	dir := t.TempDir()
+	p1, p2 := filepath.Join(dir, "s1.parquet"), filepath.Join(dir, "s2.parquet")
+	evalFile(t, p1, "rl@1", f(1), f(0))
+	// Trajectory ids are unique across the inputs: step 2's are others.
+	evalFileIDs(t, p2, "rl@2", "s2-", f(1), f(1))
+	r := run(t, nil, "log-eval", "--run", rl.Dir, p1, p2)
+	if r.code != 2 || !strings.Contains(r.stderr, "on their own") || strings.Contains(r.stderr, "pass --step") {
+		t.Errorf("two steps' episodes: exit %d, stderr %q; want 2, saying to log each step's on its own and not to pass --step", r.code, r.stderr)
+	}
+	// What the old hint said to do is refused.
+	if r := run(t, nil, "log-eval", "--run", rl.Dir, "--step", "2", p1, p2); r.code != 2 {
+		t.Errorf("--step 2 on both steps' episodes: exit %d, stderr %q; want 2", r.code, r.stderr)
+	}
+	mustRun(t, nil, "log-eval", "--run", rl.Dir, p1)
+	mustRun(t, nil, "log-eval", "--run", rl.Dir, p2)
+}

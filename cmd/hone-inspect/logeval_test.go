@@ -47,9 +47,16 @@ func evalRunBest(t *testing.T, n int, best string) *checkpoint.Run {
 // a failed episode) and a "found" metric of 1 for a positive reward.
 func evalFile(t *testing.T, path, adapter string, rewards ...*float64) {
 	t.Helper()
+	evalFileIDs(t, path, adapter, "", rewards...)
+}
+
+// evalFileIDs is evalFile with trajectory ids prefixed by prefix, for
+// inputs logged together, whose ids must differ.
+func evalFileIDs(t *testing.T, path, adapter, prefix string, rewards ...*float64) {
+	t.Helper()
 	var g trajectory.Group
 	for i, r := range rewards {
-		tr := trajectory.Trajectory{ID: fmt.Sprintf("e%d", i), Split: trajectory.SplitVal, Env: "guess", Adapter: adapter, Reward: r,
+		tr := trajectory.Trajectory{ID: fmt.Sprintf("%se%d", prefix, i), Split: trajectory.SplitVal, Env: "guess", Adapter: adapter, Reward: r,
 			Messages: []trajectory.Message{{Role: "user", Content: "guess"}, {Role: "assistant", Content: "7", AnswerModel: adapter}}}
 		if r == nil {
 			tr.Error = "turn 1: policy: HTTP 500"

@@ -37,7 +37,10 @@
 // counters (instrument.go, limits.go) that stop a rendering with a
 // *LimitError when it runs too many steps (loop bodies, macro bodies,
 // range items), writes too much text, builds too large a value with
-// {% set %} or {{ }}, or nests macro calls too deeply, and with the
+// {% set %} or {{ }}, or nests macro calls too deeply (a {% call %} body
+// and the evaluation of a macro's default value count as levels, so that
+// a caller passed to itself or a default that calls its macro stops with
+// a *LimitError, as jinja2 stops with a RecursionError), and with the
 // context's error once the context is done. range is replaced by one that
 // refuses huge ranges before building them, tojson by one with the same
 // limits, and a panic inside the engine becomes an error (ErrEngine).

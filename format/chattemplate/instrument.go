@@ -12,11 +12,12 @@ import (
 // text itself: before it is compiled, the source is rewritten to call
 // per-render callables that Render passes as variables (see limits.go).
 //
-//   - every {% for %} body and {% call %} body starts with
-//     {{ __hone_loop(ID) }}, and every {% macro %} body with
-//     {{ __hone_enter(ID) }} and ends with {{ __hone_leave() }}; ID names
-//     the body's region, whose static size (tokens of its tags and bytes of
-//     its literal text) each execution charges to the budget;
+//   - every {% for %} body starts with {{ __hone_loop(ID) }}, and every
+//     {% macro %} and {% call %} body with {{ __hone_enter(ID) }} and ends
+//     with {{ __hone_leave() }}; ID names the body's region, whose static
+//     size (tokens of its tags and bytes of its literal text) each
+//     execution charges to the budget; a macro's default values count as
+//     a level of nesting too (guardMacroDefaults);
 //   - {{ E }} becomes {{ __hone_out(E) }} and {% set x = E %} becomes
 //     {% set x = __hone_set(E) %} (with the namespace as a second argument
 //     for {% set ns.a = E %}), which measure the value and pass it through;
@@ -388,6 +389,13 @@ func (w *rewriter) statement(s segment, content string) error {
 			if err := macroSplatParameter(content); err != nil {
 				return err
 			}
+			if w.hooks {
+				guarded, err := guardMacroDefaults(code)
+				if err != nil {
+					return err
+				}
+				code = guarded
+			}
 		}
 		if kw == "for" {
 			code = pairLoopFilter(code)
@@ -399,8 +407,10 @@ func (w *rewriter) statement(s segment, content string) error {
 		}
 		w.tag(s, code)
 		if w.hooks {
+			// A {% call %} body counts as a macro level too: caller
+			// can be passed to it and called again from within it.
 			hook := hookLoop
-			if kw == "macro" {
+			if kw == "macro" || kw == "call" {
 				hook = hookEnter
 			}
 			fmt.Fprintf(&w.out, "{{ %s(%d) }}", hook, id)
@@ -450,7 +460,7 @@ func (w *rewriter) statement(s segment, content string) error {
 		if n := len(w.stack); n > 0 && w.stack[n-1].kind == "for" {
 			w.stack[n-1].inElse = true
 		}
-	case "endmacro":
+	case "endmacro", "endcall":
 		if w.hooks {
 			w.out.WriteString("{{ " + hookLeave + "() }}")
 		}
@@ -462,7 +472,7 @@ func (w *rewriter) statement(s segment, content string) error {
 			return w.endSetFilter(s, code, b)
 		}
 		w.pop()
-	case "endfor", "endif", "endcall", "endfilter", "endgeneration":
+	case "endfor", "endif", "endfilter", "endgeneration":
 		w.pop()
 	case "raw":
 		w.inRaw = true

@@ -105,8 +105,11 @@ const (
 	hookLoop  = "__hone_loop"
 	hookEnter = "__hone_enter"
 	hookLeave = "__hone_leave"
-	hookOut   = "__hone_out"
-	hookSet   = "__hone_set"
+	// hookLeaveWith ends the level a macro's default value entered and
+	// passes the value through (guardMacroDefaults).
+	hookLeaveWith = "__hone_leave_with"
+	hookOut       = "__hone_out"
+	hookSet       = "__hone_set"
 )
 
 // budget is one rendering's account. The hooks run on the rendering's
@@ -154,16 +157,17 @@ func (b *budget) check() error {
 // callables returns the hooks as template variables.
 func (b *budget) callables() map[string]jinja.Value {
 	calls := map[string]jinja.Value{
-		hookLoop:   jinja.NewCallable(hookLoop, b.loop),
-		hookEnter:  jinja.NewCallable(hookEnter, b.enter),
-		hookLeave:  jinja.NewCallable(hookLeave, b.leave),
-		hookOut:    jinja.NewCallable(hookOut, b.out),
-		hookSet:    jinja.NewCallable(hookSet, b.set),
-		"range":    jinja.NewCallable("range", b.rangeFn),
-		tojsonName: jinja.NewCallable("tojson", b.tojson),
-		trimName:   jinja.NewCallable("trim", trimFilter),
-		stringName: jinja.NewCallable("string", b.str),
-		mulName:    jinja.NewCallable("*", b.mul),
+		hookLoop:      jinja.NewCallable(hookLoop, b.loop),
+		hookEnter:     jinja.NewCallable(hookEnter, b.enter),
+		hookLeave:     jinja.NewCallable(hookLeave, b.leave),
+		hookLeaveWith: jinja.NewCallable(hookLeaveWith, b.leaveWith),
+		hookOut:       jinja.NewCallable(hookOut, b.out),
+		hookSet:       jinja.NewCallable(hookSet, b.set),
+		"range":       jinja.NewCallable("range", b.rangeFn),
+		tojsonName:    jinja.NewCallable("tojson", b.tojson),
+		trimName:      jinja.NewCallable("trim", trimFilter),
+		stringName:    jinja.NewCallable("string", b.str),
+		mulName:       jinja.NewCallable("*", b.mul),
 	}
 	return calls
 }
@@ -194,6 +198,15 @@ func (b *budget) enter(args []jinja.Value, kwargs map[string]jinja.Value) (jinja
 func (b *budget) leave(_ []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
 	b.depth--
 	return empty, b.check()
+}
+
+// leaveWith ends a macro default's level and gives its value.
+func (b *budget) leaveWith(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	b.depth--
+	if len(args) != 1 {
+		return jinja.Undefined(), b.check()
+	}
+	return args[0], b.check()
 }
 
 // out measures a value a {{ }} prints and passes it through unchanged,

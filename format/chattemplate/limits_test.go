@@ -51,6 +51,13 @@ var hostile = []struct {
 	// A macro's defaults are left to the engine (instrument.go), whose
 	// string repetition panics for a negative count.
 	{"negative string repeat in a macro default", `{% macro m(s="x" * -1) %}{{ s }}{% endmacro %}{{ m() }}`, "engine"},
+	// The engine evaluates a macro's default values before its body, so
+	// a default that calls a macro recursed past the body's depth count.
+	{"a macro's default calling the macro", `{% macro m(s="x" ~ m()) %}{{ s }}{% endmacro %}{{ m() }}`, "macro depth"},
+	{"macro defaults calling each other", `{% macro a(s=b()) %}{{ s }}{% endmacro %}{% macro b(t=a()) %}{{ t }}{% endmacro %}{{ a() }}`, "macro depth"},
+	{"a macro's default calling it through a namespace", `{% set f = namespace(g=none) %}{% macro m(s=f.g()) %}{{ s }}{% endmacro %}{% set f.g = m %}{{ m() }}`, "macro depth"},
+	// A {% call %} body passed to itself runs without entering a macro.
+	{"a caller calling itself", `{% macro m() %}{{ caller(caller) }}{% endmacro %}{% call(c) m() %}{{ c(c) }}{% endcall %}`, "macro depth"},
 	{"worst case of the static limits", worstCase(), "macro depth"},
 }
 
@@ -206,6 +213,9 @@ func TestStaticLimits(t *testing.T) {
 		{nested(maxNesting + 1), "blocks nested more than 64 deep"},
 		{"{{ " + strings.Repeat("(", maxTagBrackets+1) + "1" + strings.Repeat(")", maxTagBrackets+1) + " }}", "brackets nested more than 64 deep"},
 		{"{{ 1" + strings.Repeat(" + 1", maxTagTokens/2) + " }}", "more than 1024 tokens"},
+		// A default whose brackets close before its end would leave the
+		// depth count that guards defaults before the rest runs.
+		{`{% macro m(s=0) or (m()) %}{{ s }}{% endmacro %}{{ m() }}`, "unbalanced brackets in the default value of s"},
 		{"{{ x is }}", "ends in `is` with no test name"},
 		{"{% set y = x is not %}", "ends in `is` with no test name"},
 	}

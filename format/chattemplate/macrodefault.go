@@ -1,0 +1,67 @@
+package chattemplate
+
+import (
+	"fmt"
+	"strings"
+)
+
+// guardMacroDefaults rewrites the default values of a {% macro %} tag's
+// content so that evaluating one counts as a level of macro nesting: the
+// engine evaluates a default when the macro is called, before its body
+// (and so before the body's hookEnter), and a default that calls the macro
+// again, directly, through another macro's default or through a value
+// holding it (namespace(f=m)), recursed until Go's stack overflowed.
+// jinja2 stops the same templates with a RecursionError. Each default E
+// becomes `__hone_enter() or __hone_leave_with(E)`: the enter, evaluated
+// first, counts the level and gives "" (false), so `or` evaluates and
+// returns E's value as it is, and the leave ends the level.
+//
+// The parameters are cut as the engine cuts them (parseMacro: after the
+// first "(", without the last ")", at every comma, a name before the
+// first "="), so the defaults wrapped are the ones it evaluates. A default
+// whose brackets close before its end is refused: the engine refuses it
+// too, but wrapped it would parse, with the rest after the leave.
+func guardMacroDefaults(content string) (string, error) {
+	head, params, ok := strings.Cut(strings.TrimSpace(content), "(")
+	if !ok {
+		return content, nil // the engine's error: no parameter list
+	}
+	params = strings.TrimSuffix(params, ")")
+	if strings.TrimSpace(params) == "" {
+		return content, nil
+	}
+	parts := strings.Split(params, ",")
+	for i, part := range parts {
+		name, value, ok := strings.Cut(part, "=")
+		if !ok {
+			continue
+		}
+		if !balancedBrackets(value) {
+			return "", &staticError{fmt.Sprintf("unbalanced brackets in the default value of %s", strings.TrimSpace(name))}
+		}
+		parts[i] = name + "=" + hookEnter + "() or " + hookLeaveWith + "(" + value + ")"
+	}
+	return " " + head + "(" + strings.Join(parts, ",") + ") ", nil
+}
+
+// balancedBrackets reports whether code's (, [ and { close in order and
+// none closes what it did not open, string literals skipped.
+func balancedBrackets(code string) bool {
+	var open []byte
+	for i := 0; ; {
+		start, end := tagToken(code, i)
+		if start == len(code) {
+			return len(open) == 0
+		}
+		switch c := code[start]; c {
+		case '(', '[', '{':
+			open = append(open, c)
+		case ')', ']', '}':
+			if len(open) == 0 || open[len(open)-1] != map[byte]byte{')': '(', ']': '[', '}': '{'}[c] {
+				return false
+			}
+			open = open[:len(open)-1]
+		}
+		i = end
+	}
+}

@@ -93,8 +93,10 @@ var reserved = map[string]bool{"messages": true, "tools": true, "documents": tru
 	"range": true, tojsonName: true, trimName: true, stringName: true, listName: true, roundName: true, intName: true, formatName: true, divName: true, floorDivName: true, modName: true, powName: true, mulName: true, dictsortName: true, splatName: true, mapName: true, unpackName: true, unpackedName: true, divisiblebyName: true, badCallName: true, oddName: true, evenName: true, negName: true, posName: true, hookLoop: true, hookEnter: true, hookLeave: true, hookLeaveWith: true, hookOut: true, hookSet: true}
 
 // isReserved reports whether a kwarg named k would be set by Render itself
-// (reserved, or one of our str methods).
-func isReserved(k string) bool { return reserved[k] || strings.HasPrefix(k, strMethodPrefix) }
+// (reserved, or one of our str methods or mutators).
+func isReserved(k string) bool {
+	return reserved[k] || strings.HasPrefix(k, strMethodPrefix) || strings.HasPrefix(k, mutCallPrefix)
+}
 
 // ConfigName is the file of a model folder that holds the chat template and
 // the tokenizer's special tokens.

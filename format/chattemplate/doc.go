@@ -65,9 +65,10 @@
 // its operands — .replace()/.format() with large arguments, a filter such as
 // indent(width) on many lines — allocates before anything can measure
 // it; lists grown in place with .append()/.insert() or dicts with
-// .update() are measured only when printed or assigned (a list that
-// contains itself is caught there, but joining it with ~ recurses in the
-// engine); and a long string operation is not interrupted
+// .update() are measured only when printed or assigned (those methods are
+// ours, mutate.go, and refuse to put a list or dict inside itself, which
+// the engine's ==, in, join and unique would walk without end); and a
+// long string operation is not interrupted
 // by the context, which is only checked between steps. Static limits
 // (nesting of blocks and brackets, tokens per tag) keep the engine's
 // recursive parser and evaluator far below Go's stack limit.

@@ -554,7 +554,8 @@ func renameFilters(code string) string {
 	code = indexAttrs(dictCallsAsLiterals(splatCalls(code)))
 	if !strings.Contains(code, "tojson") && !strings.Contains(code, "trim") && !strings.Contains(code, "split") &&
 		!strings.Contains(code, "strip") && !strings.Contains(code, "string") && !strings.Contains(code, "with") && !strings.Contains(code, "select") &&
-		!strings.Contains(code, "reject") && !strings.Contains(code, "list") && !strings.Contains(code, "round") && !strings.Contains(code, "int") && !strings.Contains(code, "format") && !strings.Contains(code, "dictsort") && !strings.Contains(code, "map") {
+		!strings.Contains(code, "reject") && !strings.Contains(code, "list") && !strings.Contains(code, "round") && !strings.Contains(code, "int") && !strings.Contains(code, "format") && !strings.Contains(code, "dictsort") && !strings.Contains(code, "map") &&
+		!strings.Contains(code, "append") && !strings.Contains(code, "insert") && !strings.Contains(code, "update") {
 		return code
 	}
 	var b strings.Builder
@@ -601,6 +602,16 @@ func renameFilters(code string) string {
 			}
 			if name := code[i+1 : k]; isStrMethod(name) && j < len(code) && code[j] == '(' {
 				b.WriteString("|" + strMethodPrefix + name)
+				i = k
+				continue
+			}
+			if name := code[i+1 : k]; isMutator(name) {
+				// called or not (mutate.go)
+				prefix := mutAttrPrefix
+				if j < len(code) && code[j] == '(' {
+					prefix = mutCallPrefix
+				}
+				b.WriteString("|" + prefix + name)
 				i = k
 				continue
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 
 	"github.com/ardanlabs/jinja"
@@ -169,6 +170,7 @@ func (b *budget) callables() map[string]jinja.Value {
 		stringName:    jinja.NewCallable("string", b.str),
 		mulName:       jinja.NewCallable("*", b.mul),
 	}
+	maps.Copy(calls, b.mutatorCallables())
 	return calls
 }
 

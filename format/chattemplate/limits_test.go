@@ -58,6 +58,14 @@ var hostile = []struct {
 	{"a macro's default calling it through a namespace", `{% set f = namespace(g=none) %}{% macro m(s=f.g()) %}{{ s }}{% endmacro %}{% set f.g = m %}{{ m() }}`, "macro depth"},
 	// A {% call %} body passed to itself runs without entering a macro.
 	{"a caller calling itself", `{% macro m() %}{{ caller(caller) }}{% endmacro %}{% call(c) m() %}{{ c(c) }}{% endcall %}`, "macro depth"},
+	// A list or dict made to contain itself in place is walked without
+	// end by the engine's ==, in, join and unique, before any hook sees it.
+	{"comparing a list appended to itself", `{% set l = [] %}{{ l.append(l) }}{{ l == l }}`, "value depth"},
+	{"joining a list appended to itself", `{% set l = [] %}{{ l.append(l) }}{{ l|join }}`, "value depth"},
+	{"unique of a list inserted into itself", `{% set l = [0] %}{{ l.insert(0, l) }}{{ l|unique|length }}`, "value depth"},
+	{"in on a list that holds itself through a namespace", `{% set l = [] %}{% set ns = namespace(l=l) %}{{ l.append(ns) }}{{ l in l }}`, "value depth"},
+	{"a dict updated with itself", `{% set d = {} %}{{ d.update({'a': d}) }}{{ d == d }}`, "value depth"},
+	{"append taken as a value", `{% set l = [] %}{% set f = l.append %}{{ f(l) }}{{ l == l }}`, "value depth"},
 	{"worst case of the static limits", worstCase(), "macro depth"},
 }
 

@@ -26,7 +26,9 @@
 // Templates are compiled with github.com/ardanlabs/jinja, which applies
 // transformers' trim_blocks/lstrip_blocks settings (to the text that
 // touches the tag only, as jinja2 does: instrument.go's tagSeparator keeps
-// the engine from reaching past a tag to the text beyond it). Values are passed to it
+// the engine from reaching past a tag to the text beyond it; a {% raw %}
+// block is given to it as a string, whose text the engine would trim
+// around the tags inside). Values are passed to it
 // as its insertion-ordered dict type: a plain Go map would reach the template
 // with sorted keys, and tool schemas and tool-call arguments rendered through
 // tojson would then differ from what the model was trained on.

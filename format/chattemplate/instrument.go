@@ -141,11 +141,45 @@ func scan(src string) ([]segment, error) {
 		segs = append(segs, seg)
 		i = seg.end
 		textStart, textLine = i, line
+		if seg.kind == segStmt && keyword(src[seg.from:seg.to]) == "raw" {
+			// jinja2 reads no tag inside a raw block: up to its
+			// {% endraw %} it is one text, whatever it holds.
+			if end := endRaw(src, i); end > i {
+				segs = append(segs, segment{kind: segText, start: i, end: end, line: line})
+				line += strings.Count(src[i:end], "\n")
+				i, textStart, textLine = end, end, line
+			}
+		}
 	}
 	if textStart < len(src) {
 		segs = append(segs, segment{kind: segText, start: textStart, end: len(src), line: textLine})
 	}
 	return segs, nil
+}
+
+// endRaw is where the {% endraw %} tag that closes a raw block whose
+// content starts at i begins ("{%", a "-" or "+", white space, endraw,
+// white space, a "-" or "+", "%}"), or len(src) when none does.
+func endRaw(src string, i int) int {
+	for {
+		k := strings.Index(src[i:], "{%")
+		if k < 0 {
+			return len(src)
+		}
+		j := i + k + 2
+		if j < len(src) && (src[j] == '-' || src[j] == '+') {
+			j++
+		}
+		rest := strings.TrimLeft(src[j:], " \t\n\r")
+		if after, ok := strings.CutPrefix(rest, "endraw"); ok {
+			after = strings.TrimLeft(after, " \t\n\r")
+			after = strings.TrimLeft(after[:min(len(after), 1)], "-+") + after[min(len(after), 1):]
+			if strings.HasPrefix(after, "%}") {
+				return i + k
+			}
+		}
+		i += k + 2
+	}
 }
 
 type unclosedTagError struct{ line int }
@@ -240,6 +274,9 @@ func rewrite(w *rewriter, segs []segment) (*instrumented, error) {
 			return nil, fmt.Errorf("line %d: %w", s.line, err)
 		}
 	}
+	if w.inRaw {
+		return nil, &staticError{"unclosed raw block"}
+	}
 	out := w.out.String()
 	if spacesAfterTagFirst(src, segs) {
 		out = keepSpacesPrefix + out
@@ -295,6 +332,10 @@ type rewriter struct {
 	intKeys  map[string]bool
 	stack    []block
 	inRaw    bool
+	// raw is a raw block's content so far, rawTrimRight whether its
+	// {% raw -%} strips the white space it starts with (endRaw).
+	raw          strings.Builder
+	rawTrimRight bool
 	// macros: the template's macros whose calls by name macroCalls
 	// checks as jinja2 does (none for syntaxSource).
 	macros map[string]macroSig
@@ -312,7 +353,17 @@ func (w *rewriter) current() int {
 
 func (w *rewriter) segment(s segment) error {
 	content := w.src[s.from:s.to]
-	engineTag := s.kind != segText && (!w.inRaw || (s.kind == segStmt && keyword(content) == "endraw"))
+	if w.inRaw {
+		if s.kind == segStmt && keyword(content) == "endraw" {
+			w.endRaw(s)
+			w.afterTag = true
+			return nil
+		}
+		w.regions[w.current()].text += int64(s.end - s.start)
+		w.raw.WriteString(w.src[s.start:s.end])
+		return nil
+	}
+	engineTag := s.kind != segText
 	if engineTag && w.afterTag {
 		w.out.WriteString(tagSeparator)
 	}
@@ -323,15 +374,6 @@ func (w *rewriter) segment(s segment) error {
 		w.out.WriteString(w.src[s.start:s.end])
 		return nil
 	case s.kind == segComment:
-		w.out.WriteString(w.src[s.start:s.end])
-		return nil
-	case w.inRaw:
-		// The engine copies everything up to {% endraw %} as text.
-		if s.kind == segStmt && keyword(content) == "endraw" {
-			w.inRaw = false
-		} else {
-			w.regions[w.current()].text += int64(s.end - s.start)
-		}
 		w.out.WriteString(w.src[s.start:s.end])
 		return nil
 	}
@@ -475,10 +517,44 @@ func (w *rewriter) statement(s segment, content string) error {
 	case "endfor", "endif", "endfilter", "endgeneration":
 		w.pop()
 	case "raw":
-		w.inRaw = true
+		w.inRaw, w.rawTrimRight = true, s.trimRight
+		w.raw.Reset()
+		w.tag(segment{kind: segStmt, trimLeft: s.trimLeft}, " if true ")
+		return nil
 	}
 	w.tag(s, code)
 	return nil
+}
+
+// endRaw ends a raw block at its {% endraw %} tag s. The engine reads the
+// tags inside a raw block as tags, trims the text around them (and the
+// newline after {% raw %}) and drops their "-" markers, so the block
+// becomes {% if true %}{{ 'content' }}{% endif %} instead: the two tags
+// trim the text outside as {% raw %} and {% endraw %} do in jinja2, and
+// the content is as jinja2 leaves it: stripped of its leading white space
+// for {% raw -%}, of its trailing white space for {%- endraw %}, else of
+// the spaces and tabs that begin the endraw's line (lstrip_blocks).
+func (w *rewriter) endRaw(s segment) {
+	content := w.raw.String()
+	if w.rawTrimRight {
+		content = strings.TrimLeft(content, " \t\n\r\f\v")
+	}
+	if s.trimLeft {
+		content = strings.TrimRight(content, " \t\n\r\f\v")
+	} else if nl := strings.LastIndexByte(content, '\n'); nl >= 0 && strings.Trim(content[nl+1:], " \t") == "" {
+		content = content[:nl+1]
+	}
+	w.out.WriteString(tagSeparator + "{{ " + quoteForEngine(content) + " }}" + tagSeparator)
+	w.tag(segment{kind: segStmt, trimRight: s.trimRight}, " endif ")
+	w.inRaw = false
+}
+
+// quoteForEngine is s as a string literal the engine reads back as s: it
+// undoes only the escapes \\ and \' (and \n, \t, \"), so those two are
+// all that need one; line breaks stay as they are, keeping the template's
+// line numbers.
+func quoteForEngine(s string) string {
+	return "'" + strings.NewReplacer("\\", "\\\\", "'", "\\'").Replace(s) + "'"
 }
 
 func (w *rewriter) push(b block) error {

@@ -15,7 +15,15 @@ import (
 // included, and more calls in a row than the nesting limit allows at once
 // end each level they start.
 func TestMacroDefaultsMatchJinja2(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("testdata", "macrodefault", "golden.json"))
+	checkRenderGolden(t, "macrodefault")
+}
+
+// checkRenderGolden renders every case of testdata/dir/golden.json (a
+// make_golden.py beside it writes its vars and each case's src and the
+// text jinja2 rendered) and demands that text.
+func checkRenderGolden(t *testing.T, dir string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", dir, "golden.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

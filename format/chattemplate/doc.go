@@ -57,7 +57,9 @@
 // waits for the rendering (names.go), and so do two operands with no comma
 // between them inside brackets, f(1 2), which the engine reads as f(1, 2)
 // (commas.go), a test named by what is no name (x is 3) or chained (x is
-// odd is true); string literals side by side are one string, as in jinja2.
+// odd is true); string literals side by side are one string, and a string
+// literal's escapes are Python's (strescape.go: \r, \u00e9, \x41, ...,
+// which the engine kept as written), as in jinja2.
 // A call of one of the template's macros by name with a keyword argument
 // the macro has no parameter for, or too many positional ones, fails when
 // it runs with jinja2's TypeError (macrocall.go); the engine dropped them.

@@ -381,6 +381,9 @@ func (w *rewriter) segment(s segment) error {
 	if err != nil {
 		return err
 	}
+	if content, err = pyStringLiterals(content); err != nil {
+		return err
+	}
 	content = adjacentStrings(content)
 	addIntKeys(content, w.intKeys)
 	w.regions[w.current()].steps += int64(tokens) + 1

@@ -2,8 +2,10 @@ package chattemplate
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -20,7 +22,8 @@ func TestMacroDefaultsMatchJinja2(t *testing.T) {
 
 // checkRenderGolden renders every case of testdata/dir/golden.json (a
 // make_golden.py beside it writes its vars and each case's src and the
-// text jinja2 rendered) and demands that text.
+// text jinja2 rendered, or the syntax error it refused the template with)
+// and demands that text, or a refusal at load with jinja2's message.
 func checkRenderGolden(t *testing.T, dir string) {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("testdata", dir, "golden.json"))
@@ -30,8 +33,9 @@ func checkRenderGolden(t *testing.T, dir string) {
 	var golden struct {
 		Vars  json.RawMessage `json:"vars"`
 		Cases []struct {
-			Src  string `json:"src"`
-			Want string `json:"want"`
+			Src   string `json:"src"`
+			Want  string `json:"want"`
+			Error string `json:"error"`
 		} `json:"cases"`
 	}
 	if err := json.Unmarshal(data, &golden); err != nil {
@@ -46,6 +50,12 @@ func checkRenderGolden(t *testing.T, dir string) {
 	}
 	for _, c := range golden.Cases {
 		tmpl, err := New(c.Src, nil)
+		if want, ok := strings.CutPrefix(c.Error, "TemplateSyntaxError: "); ok {
+			if err == nil || !errors.Is(err, ErrBadTemplate) || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: got %v, want a refusal at load saying %q (jinja2)", c.Src, err, want)
+			}
+			continue
+		}
 		if err != nil {
 			t.Errorf("%s: refused at load: %v", c.Src, err)
 			continue

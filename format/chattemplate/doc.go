@@ -14,7 +14,9 @@
 // engine's trim filter is replaced too, by one that strips what Python's
 // str.strip() strips (U+001C..U+001F as well), and so are the str methods
 // templates cut messages with (split, rsplit, strip, lstrip, rstrip,
-// startswith, endswith: strmethods.go), by Python's versions. {{ }} and the
+// startswith, endswith: strmethods.go; find, rfind, index, rindex, count,
+// title, capitalize: strsearch.go), by Python's versions, and the title
+// filter by jinja2's. {{ }} and the
 // string filter print a value as Python's str() does (pystr.go: floats,
 // None, lists and dicts). The list, round, int and format filters are
 // jinja2's too (pyfilters.go, pyformat.go: a dict's list is its keys;

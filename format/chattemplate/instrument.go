@@ -634,7 +634,9 @@ func renameFilters(code string) string {
 	if !strings.Contains(code, "tojson") && !strings.Contains(code, "trim") && !strings.Contains(code, "split") &&
 		!strings.Contains(code, "strip") && !strings.Contains(code, "string") && !strings.Contains(code, "with") && !strings.Contains(code, "select") &&
 		!strings.Contains(code, "reject") && !strings.Contains(code, "list") && !strings.Contains(code, "round") && !strings.Contains(code, "int") && !strings.Contains(code, "format") && !strings.Contains(code, "dictsort") && !strings.Contains(code, "map") &&
-		!strings.Contains(code, "append") && !strings.Contains(code, "insert") && !strings.Contains(code, "update") {
+		!strings.Contains(code, "append") && !strings.Contains(code, "insert") && !strings.Contains(code, "update") &&
+		!strings.Contains(code, "find") && !strings.Contains(code, "index") && !strings.Contains(code, "count") &&
+		!strings.Contains(code, "title") && !strings.Contains(code, "capitalize") {
 		return code
 	}
 	var b strings.Builder
@@ -758,6 +760,8 @@ func renamedFilter(name string) string {
 		return formatName
 	case "dictsort":
 		return dictsortName
+	case "title":
+		return titleName
 	}
 	return ""
 }

@@ -13,6 +13,9 @@ import (
 // template text is rewritten to call it (renameFilters).
 const listName = "__hone_list"
 
+// titleName is the variable our title filter is passed as (strsearch.go).
+const titleName = "__hone_title"
+
 // roundName is the variable our round filter is passed as.
 const roundName = "__hone_round"
 
@@ -24,6 +27,7 @@ const intName = "__hone_int"
 func pyCallables() map[string]jinja.Value {
 	return map[string]jinja.Value{
 		listName:        jinja.NewCallable("list", listFilter),
+		titleName:       jinja.NewCallable("title", titleFilter),
 		roundName:       jinja.NewCallable("round", roundFilter),
 		intName:         jinja.NewCallable("int", intFilter),
 		formatName:      jinja.NewCallable("format", formatFilter),

@@ -25,13 +25,15 @@ const strMethodPrefix = "__hone_str_"
 
 // strMethodNames are the str methods replaced by ours.
 func strMethodNames() []string {
-	return []string{"split", "rsplit", "strip", "lstrip", "rstrip", "startswith", "endswith"}
+	return []string{"split", "rsplit", "strip", "lstrip", "rstrip", "startswith", "endswith",
+		"find", "rfind", "index", "rindex", "count", "title", "capitalize"}
 }
 
 // isStrMethod reports whether name is one of strMethodNames.
 func isStrMethod(name string) bool {
 	switch name {
-	case "split", "rsplit", "strip", "lstrip", "rstrip", "startswith", "endswith":
+	case "split", "rsplit", "strip", "lstrip", "rstrip", "startswith", "endswith",
+		"find", "rfind", "index", "rindex", "count", "title", "capitalize":
 		return true
 	}
 	return false
@@ -50,6 +52,9 @@ func strMethodCallables() map[string]jinja.Value {
 // method was called on, the rest are the call's arguments.
 func strMethod(name string) func([]jinja.Value, map[string]jinja.Value) (jinja.Value, error) {
 	return func(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+		if len(args) > 0 && args[0].IsList() && (name == "index" || name == "count") {
+			return listSearch(args[0].AsList(), args[1:], name)
+		}
 		if len(args) == 0 || !args[0].IsString() {
 			what := "nothing"
 			if len(args) > 0 {
@@ -66,6 +71,12 @@ func strMethod(name string) func([]jinja.Value, map[string]jinja.Value) (jinja.V
 			return pySplit(s, rest, kwargs, name == "rsplit")
 		case "strip", "lstrip", "rstrip":
 			return pyStrip(s, rest, kwargs, name)
+		case "find", "rfind", "index", "rindex", "count":
+			return pySearch(s, rest, kwargs, name)
+		case "title":
+			return jinja.NewString(pyTitle(s)), nil
+		case "capitalize":
+			return jinja.NewString(pyCapitalize(s)), nil
 		default:
 			return pyAffix(s, rest, kwargs, name)
 		}

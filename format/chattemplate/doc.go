@@ -16,7 +16,8 @@
 // templates cut messages with (split, rsplit, strip, lstrip, rstrip,
 // startswith, endswith: strmethods.go; find, rfind, index, rindex, count,
 // title, capitalize: strsearch.go), by Python's versions, and the title
-// filter by jinja2's. {{ }} and the
+// filter by jinja2's; the center filter and the escaped, filter and test
+// tests, which the engine has not, are ours (rarenames.go). {{ }} and the
 // string filter print a value as Python's str() does (pystr.go: floats,
 // None, lists and dicts). The list, round, int and format filters are
 // jinja2's too (pyfilters.go, pyformat.go: a dict's list is its keys;

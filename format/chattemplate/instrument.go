@@ -636,7 +636,7 @@ func renameFilters(code string) string {
 		!strings.Contains(code, "reject") && !strings.Contains(code, "list") && !strings.Contains(code, "round") && !strings.Contains(code, "int") && !strings.Contains(code, "format") && !strings.Contains(code, "dictsort") && !strings.Contains(code, "map") &&
 		!strings.Contains(code, "append") && !strings.Contains(code, "insert") && !strings.Contains(code, "update") &&
 		!strings.Contains(code, "find") && !strings.Contains(code, "index") && !strings.Contains(code, "count") &&
-		!strings.Contains(code, "title") && !strings.Contains(code, "capitalize") {
+		!strings.Contains(code, "title") && !strings.Contains(code, "capitalize") && !strings.Contains(code, "center") {
 		return code
 	}
 	var b strings.Builder
@@ -762,6 +762,8 @@ func renamedFilter(name string) string {
 		return dictsortName
 	case "title":
 		return titleName
+	case "center":
+		return centerName
 	}
 	return ""
 }

@@ -2,6 +2,7 @@ package chattemplate
 
 import (
 	"errors"
+	"maps"
 	"math"
 	"strconv"
 	"strings"
@@ -25,7 +26,7 @@ const intName = "__hone_int"
 // pyCallables are our filters (and operators) that do what jinja2's do,
 // by the names the rewritten template calls them by; they need no budget.
 func pyCallables() map[string]jinja.Value {
-	return map[string]jinja.Value{
+	calls := map[string]jinja.Value{
 		listName:        jinja.NewCallable("list", listFilter),
 		titleName:       jinja.NewCallable("title", titleFilter),
 		roundName:       jinja.NewCallable("round", roundFilter),
@@ -45,6 +46,8 @@ func pyCallables() map[string]jinja.Value {
 		negName:         jinja.NewCallable("-", pyUnary("-")),
 		posName:         jinja.NewCallable("+", pyUnary("+")),
 	}
+	maps.Copy(calls, rareNameCallables())
+	return calls
 }
 
 // listFilter is jinja2's list filter, Python's list(value): a dict gives

@@ -1,0 +1,70 @@
+package chattemplate
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/ardanlabs/jinja"
+)
+
+// jinja2's center filter and its escaped, filter and test tests, which
+// the engine has not: the load check (names.go) accepts them as jinja2's,
+// and the rendering failed with "unknown filter" or "unknown test".
+// pyops.go rewrites the tests to calls of ours, renameFilters the filter.
+
+const (
+	centerName   = "__hone_center"
+	escapedName  = "__hone_is_escaped"
+	isFilterName = "__hone_is_filter"
+	isTestName   = "__hone_is_test"
+)
+
+// rareNameCallables are the callables of this file as template variables.
+func rareNameCallables() map[string]jinja.Value {
+	return map[string]jinja.Value{
+		centerName: jinja.NewCallable("center", centerFilter),
+		// Nothing is markup here (no autoescape, no Markup values), so no
+		// value has __html__.
+		escapedName: jinja.NewCallable("escaped", func([]jinja.Value, map[string]jinja.Value) (jinja.Value, error) {
+			return jinja.NewBool(false), nil
+		}),
+		isFilterName: jinja.NewCallable("filter", nameIn(jinja2Filters)),
+		isTestName:   jinja.NewCallable("test", nameIn(jinja2Tests)),
+	}
+}
+
+// nameIn is the filter or test test: whether the value names one of
+// names (jinja2's `value in env.filters`).
+func nameIn(names map[string]bool) func([]jinja.Value, map[string]jinja.Value) (jinja.Value, error) {
+	return func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+		return jinja.NewBool(len(args) > 0 && args[0].IsString() && names[args[0].AsString()]), nil
+	}
+}
+
+// centerFilter is jinja2's center(width=80): Python's str.center of the
+// value as str() prints it, padded with spaces, the odd space on the left
+// when width is odd (CPython's rule).
+func centerFilter(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) == 0 {
+		return jinja.Undefined(), fmt.Errorf("center: no value")
+	}
+	width := int64(80)
+	if w, ok := param(args[1:], kwargs, 0, "width"); ok {
+		if !w.IsInt() {
+			return jinja.Undefined(), fmt.Errorf("TypeError: center: width must be an integer")
+		}
+		width = w.AsInt()
+	}
+	s := pythonStr(args[0])
+	n := int64(utf8.RuneCountInString(s))
+	if width <= n {
+		return jinja.NewString(s), nil
+	}
+	if width > DefaultValueBytes {
+		return jinja.Undefined(), fmt.Errorf("center: width %d is past the value bytes limit", width)
+	}
+	marg := width - n
+	left := marg/2 + (marg & width & 1)
+	return jinja.NewString(strings.Repeat(" ", int(left)) + s + strings.Repeat(" ", int(marg-left))), nil
+}

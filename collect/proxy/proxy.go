@@ -931,9 +931,9 @@ func (rec *record) finish() trajectory.Trajectory {
 
 func (p *Proxy) reward(w http.ResponseWriter, r *http.Request, tid string) {
 	var body struct {
-		Reward  *float64            `json:"reward"`
-		Metrics map[string]*float64 `json:"metrics"`
-		Error   string              `json:"error"`
+		Reward  *float64           `json:"reward"`
+		Metrics map[string]*metric `json:"metrics"`
+		Error   string             `json:"error"`
 	}
 	raw, ok := p.readBody(w, r)
 	if !ok {
@@ -1022,7 +1022,7 @@ func parseGroupFields(raw []byte) (groupFields, error) {
 	}
 	var body struct {
 		Metadata map[string]json.RawMessage `json:"metadata"`
-		Metrics  map[string]*float64        `json:"metrics"`
+		Metrics  map[string]*metric         `json:"metrics"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -1054,9 +1054,32 @@ func parseGroupFields(raw []byte) (groupFields, error) {
 	return f, err
 }
 
+// metric is a posted metric: a number, or true or false, which are 1 and 0
+// as OpenPipe ART's Trajectory.metrics (float | int | bool) averages them
+// and as hone-collect's stdio environment reads them.
+type metric float64
+
+// UnmarshalJSON reads a number, true or false.
+func (m *metric) UnmarshalJSON(b []byte) error {
+	switch string(b) {
+	case "true":
+		*m = 1
+		return nil
+	case "false":
+		*m = 0
+		return nil
+	}
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		return fmt.Errorf("metric %s is not a number or true/false", b)
+	}
+	*m = metric(f)
+	return nil
+}
+
 // numbers reads metrics, each a number: a null one is refused, naming it,
 // where encoding/json would have stored 0, a value no one posted.
-func numbers(m map[string]*float64) (map[string]float64, error) {
+func numbers(m map[string]*metric) (map[string]float64, error) {
 	if m == nil {
 		return nil, nil
 	}
@@ -1065,7 +1088,7 @@ func numbers(m map[string]*float64) (map[string]float64, error) {
 		if v == nil {
 			return nil, fmt.Errorf("metric %q is null: want a number (leave the key out for none)", k)
 		}
-		out[k] = *v
+		out[k] = float64(*v)
 	}
 	return out, nil
 }

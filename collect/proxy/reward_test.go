@@ -27,3 +27,32 @@ func TestProxySecondRewardRefused(t *testing.T) {
 		t.Errorf("recorded reward %v, metrics %v, error %q; want the first POST's 1 and turns 2", tr.Reward, tr.Metrics, tr.Error)
 	}
 }
+
+// Metrics posted as true or false (a JavaScript agent's solved === true,
+// as OpenPipe ART's Trajectory.metrics allows bools) are 1 and 0, in a
+// reward and in a group's close body; they were refused with 400, "cannot
+// unmarshal bool into Go struct field".
+func TestProxyBoolMetricsAreOneOrZero(t *testing.T) {
+	up, _, _ := upstream(t)
+	out := t.TempDir()
+	base := proxyTo(t, up.URL, out)
+	runAgent(t, base+"/v1", "t1", "g")
+	url := base + "/hone/trajectories/t1/reward"
+	if status, msg := do(t, mustRequest(t, http.MethodPost, url, `{"reward":1,"metrics":{"solved":true,"gave_up":false,"turns":2}}`)); status != http.StatusNoContent {
+		t.Fatalf("reward: %d %s", status, msg)
+	}
+	if status, msg := do(t, mustRequest(t, http.MethodPost, base+"/hone/groups/g/close", `{"metrics":{"hard":true}}`)); status != http.StatusNoContent {
+		t.Fatalf("close: %d %s", status, msg)
+	}
+	gs := readOut(t, out)
+	if len(gs) != 1 || len(gs[0].Trajectories) != 1 {
+		t.Fatalf("groups %+v; want g of one trajectory", gs)
+	}
+	g, tr := gs[0], gs[0].Trajectories[0]
+	if m := tr.Metrics; len(m) != 3 || m["solved"] != 1 || m["gave_up"] != 0 || m["turns"] != 2 {
+		t.Errorf("recorded metrics %v; want solved 1, gave_up 0, turns 2", m)
+	}
+	if g.Metrics["hard"] != 1 || len(g.Metrics) != 1 {
+		t.Errorf("group metrics %v; want hard 1", g.Metrics)
+	}
+}

@@ -192,9 +192,10 @@ type wireObs struct {
 }
 
 // outcome reads a step response's reward and metrics. A reward left out
-// or null is 0 (docs/stdio-env.md); a metric must be a number: a null one
-// (Python's None) read as 0 would pull its mean down unseen, and a bool
-// or a string is refused naming the metric, which encoding/json's error
+// or null is 0 (docs/stdio-env.md); a metric must be a number, or true or
+// false, which are 1 and 0 as OpenPipe ART averages its bool metrics: a
+// null one (Python's None) read as 0 would pull its mean down unseen, and
+// a string is refused naming the metric, which encoding/json's error
 // ("Go struct field wireObs.metrics") did not.
 func (r wireObs) outcome() (env.Outcome, error) {
 	var o env.Outcome
@@ -208,7 +209,7 @@ func (r wireObs) outcome() (env.Outcome, error) {
 	}
 	var raw map[string]json.RawMessage
 	if json.Unmarshal(r.Metrics, &raw) != nil {
-		return o, fmt.Errorf(`metrics is %s, not an object of numbers ({"correct": 1})`, clip(r.Metrics))
+		return o, fmt.Errorf(`metrics is %s, not an object of numbers ({"correct": 1} or {"correct": true})`, clip(r.Metrics))
 	}
 	o.Metrics = make(map[string]float64, len(raw))
 	for k, v := range raw {
@@ -216,10 +217,12 @@ func (r wireObs) outcome() (env.Outcome, error) {
 		switch {
 		case string(v) == "null":
 			return o, fmt.Errorf("metrics %q is null: a metric is a number (leave it out of metrics where it does not apply)", k)
-		case string(v) == "true" || string(v) == "false":
-			return o, fmt.Errorf("metrics %q is %s: a metric is a number (send 1 or 0)", k, v)
+		case string(v) == "true":
+			f = 1
+		case string(v) == "false":
+			f = 0
 		case json.Unmarshal(v, &f) != nil:
-			return o, fmt.Errorf("metrics %q is %s, not a number", k, clip(v))
+			return o, fmt.Errorf("metrics %q is %s, not a number or true/false", k, clip(v))
 		}
 		o.Metrics[k] = f
 	}

@@ -76,16 +76,14 @@ func TestNotJSONQuotedWhereItFails(t *testing.T) {
 // A step's reward and metrics are numbers: a metric given otherwise fails
 // the episode with an error naming it and what it was. Before, a null
 // metric (Python's None, for "does not apply") was recorded as 0 without
-// a word, pulling its mean down, and a bool (Python's answer == expected)
-// or a string failed with encoding/json's "Go struct field
-// wireObs.metrics", which named no metric.
+// a word, pulling its mean down, and a string failed with encoding/json's
+// "Go struct field wireObs.metrics", which named no metric.
 func TestStepValuesNamed(t *testing.T) {
 	for _, tc := range []struct {
 		name, step string
 		want       []string
 	}{
 		{"null-metric", `{"done": True, "reward": 1, "metrics": {"correct": 1, "overlap": None}}`, []string{`metrics "overlap"`, "null", "leave it out"}},
-		{"bool-metric", `{"done": True, "reward": 1, "metrics": {"correct": True}}`, []string{`metrics "correct"`, "true", "1 or 0"}},
 		{"string-metric", `{"done": True, "reward": 1, "metrics": {"correct": "yes"}}`, []string{`metrics "correct"`, `"yes"`}},
 		{"string-reward", `{"done": True, "reward": "0.5"}`, []string{`reward`, `"0.5"`, "a number"}},
 		{"metrics-list", `{"done": True, "reward": 1, "metrics": [1, 2]}`, []string{`metrics`, "an object"}},
@@ -167,5 +165,19 @@ func TestResponseFieldTypeNamed(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A metric that is true or false (Python's answer == expected) is 1 or 0,
+// as OpenPipe ART's Trajectory.metrics (float | int | bool) averages it;
+// it failed the episode, "a metric is a number (send 1 or 0)".
+func TestBoolMetricsAreOneOrZero(t *testing.T) {
+	res, err := playSayingHi(t, valuesEnv(t, "", `{"done": True, "reward": 1, "metrics": {"correct": 2 + 2 == 4, "timed_out": False, "steps": 3}}`), "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := res.Outcome.Metrics
+	if _, ok := m["timed_out"]; !ok || m["correct"] != 1 || m["timed_out"] != 0 || m["steps"] != 3 {
+		t.Errorf("metrics %v; want correct 1, timed_out 0, steps 3", m)
 	}
 }

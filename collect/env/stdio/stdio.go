@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os/exec"
 	"reflect"
 	"strconv"
@@ -33,6 +34,38 @@ type Env struct {
 	// longer one fails the request rather than growing without bound.
 	// Zero means DefaultMaxLineBytes.
 	MaxLineBytes int
+
+	logMu sync.Mutex
+	log   *slog.Logger // SetLog's; nil until then
+	// nulls are the metric names a response gave as null, said once
+	// each in log.
+	nulls map[string]bool
+}
+
+// SetLog gives the environment the run's log, where a metric the program
+// sent as null is said, once per name (nil: none).
+func (e *Env) SetLog(l *slog.Logger) {
+	e.logMu.Lock()
+	defer e.logMu.Unlock()
+	e.log = l
+}
+
+// warnNull says, the first time a response gives metric name as null,
+// that it is left out: a program sending None where a metric does not
+// apply means it so, but one sending it by mistake (a grader that
+// returned nothing) learns why the metric's count is short.
+func (e *Env) warnNull(name, scenario string) {
+	e.logMu.Lock()
+	defer e.logMu.Unlock()
+	if e.nulls[name] || e.log == nil {
+		return
+	}
+	if e.nulls == nil {
+		e.nulls = map[string]bool{}
+	}
+	e.nulls[name] = true
+	e.log.Warn("a metric was null: it is left out of the trajectories where it is, and means over the run count only the episodes that report it (said once per metric)",
+		"env", e.name, "metric", name, "scenario", scenario)
 }
 
 // DefaultMaxLineBytes is the longest response line read by default.
@@ -169,10 +202,11 @@ func (e *Env) NewEpisode(ctx context.Context, sc env.Scenario, seed int64) (env.
 	if err != nil {
 		return nil, err
 	}
-	return &episode{p: p, sc: sc, seed: seed}, nil
+	return &episode{e: e, p: p, sc: sc, seed: seed}, nil
 }
 
 type episode struct {
+	e       *Env
 	p       *proc
 	sc      env.Scenario
 	seed    int64
@@ -191,42 +225,45 @@ type wireObs struct {
 	Metrics json.RawMessage `json:"metrics"`
 }
 
-// outcome reads a step response's reward and metrics. A reward left out
-// or null is 0 (docs/stdio-env.md); a metric must be a number, or true or
-// false, which are 1 and 0 as OpenPipe ART averages its bool metrics: a
-// null one (Python's None) read as 0 would pull its mean down unseen, and
-// a string is refused naming the metric, which encoding/json's error
-// ("Go struct field wireObs.metrics") did not.
-func (r wireObs) outcome() (env.Outcome, error) {
-	var o env.Outcome
+// outcome reads a step response's reward and metrics, and the names of
+// the metrics given as null. A reward left out or null is 0
+// (docs/stdio-env.md); a metric must be a number, or true or false, which
+// are 1 and 0 as OpenPipe ART averages its bool metrics. A null one
+// (Python's None) is left out: read as 0 it would pull its mean down
+// unseen, and every mean over a run's episodes (hone-inspect report,
+// log-eval) reads a metric a row lacks as not reported; a formula reading
+// it unguarded fails naming it. A string is refused naming the metric,
+// which encoding/json's error ("Go struct field wireObs.metrics") did not.
+func (r wireObs) outcome() (o env.Outcome, nulls []string, err error) {
 	if len(r.Reward) > 0 && string(r.Reward) != "null" {
 		if json.Unmarshal(r.Reward, &o.Reward) != nil {
-			return o, fmt.Errorf("reward is %s, not a number", clip(r.Reward))
+			return o, nil, fmt.Errorf("reward is %s, not a number", clip(r.Reward))
 		}
 	}
 	if len(r.Metrics) == 0 || string(r.Metrics) == "null" {
-		return o, nil
+		return o, nulls, nil
 	}
 	var raw map[string]json.RawMessage
 	if json.Unmarshal(r.Metrics, &raw) != nil {
-		return o, fmt.Errorf(`metrics is %s, not an object of numbers ({"correct": 1} or {"correct": true})`, clip(r.Metrics))
+		return o, nil, fmt.Errorf(`metrics is %s, not an object of numbers ({"correct": 1} or {"correct": true})`, clip(r.Metrics))
 	}
 	o.Metrics = make(map[string]float64, len(raw))
 	for k, v := range raw {
 		var f float64
 		switch {
 		case string(v) == "null":
-			return o, fmt.Errorf("metrics %q is null: a metric is a number (leave it out of metrics where it does not apply)", k)
+			nulls = append(nulls, k)
+			continue
 		case string(v) == "true":
 			f = 1
 		case string(v) == "false":
 			f = 0
 		case json.Unmarshal(v, &f) != nil:
-			return o, fmt.Errorf("metrics %q is %s, not a number or true/false", k, clip(v))
+			return o, nil, fmt.Errorf("metrics %q is %s, not a number or true/false", k, clip(v))
 		}
 		o.Metrics[k] = f
 	}
-	return o, nil
+	return o, nulls, nil
 }
 
 // clip is a value's first 80 bytes as UTF-8, for an error that becomes a
@@ -287,9 +324,12 @@ func (ep *episode) Step(ctx context.Context, t env.Turn) (env.Feedback, error) {
 	if err != nil {
 		return env.Feedback{}, fmt.Errorf("stdio: step: %w", err)
 	}
-	o, err := r.outcome()
+	o, nulls, err := r.outcome()
 	if err != nil {
 		return env.Feedback{}, fmt.Errorf("stdio: step: %w", err)
+	}
+	for _, k := range nulls {
+		ep.e.warnNull(k, ep.sc.ID)
 	}
 	ep.outcome = o
 	return env.Feedback{Messages: msgs, Done: r.Done}, nil

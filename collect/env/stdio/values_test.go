@@ -1,7 +1,9 @@
 package stdio_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,17 +75,15 @@ func TestNotJSONQuotedWhereItFails(t *testing.T) {
 	}
 }
 
-// A step's reward and metrics are numbers: a metric given otherwise fails
-// the episode with an error naming it and what it was. Before, a null
-// metric (Python's None, for "does not apply") was recorded as 0 without
-// a word, pulling its mean down, and a string failed with encoding/json's
-// "Go struct field wireObs.metrics", which named no metric.
+// A step's reward and metrics are numbers: a metric given otherwise (a
+// string) fails the episode with an error naming it and what it was,
+// where encoding/json's "Go struct field wireObs.metrics" named no
+// metric.
 func TestStepValuesNamed(t *testing.T) {
 	for _, tc := range []struct {
 		name, step string
 		want       []string
 	}{
-		{"null-metric", `{"done": True, "reward": 1, "metrics": {"correct": 1, "overlap": None}}`, []string{`metrics "overlap"`, "null", "leave it out"}},
 		{"string-metric", `{"done": True, "reward": 1, "metrics": {"correct": "yes"}}`, []string{`metrics "correct"`, `"yes"`}},
 		{"string-reward", `{"done": True, "reward": "0.5"}`, []string{`reward`, `"0.5"`, "a number"}},
 		{"metrics-list", `{"done": True, "reward": 1, "metrics": [1, 2]}`, []string{`metrics`, "an object"}},
@@ -179,5 +179,30 @@ func TestBoolMetricsAreOneOrZero(t *testing.T) {
 	m := res.Outcome.Metrics
 	if _, ok := m["timed_out"]; !ok || m["correct"] != 1 || m["timed_out"] != 0 || m["steps"] != 3 {
 		t.Errorf("metrics %v; want correct 1, timed_out 0, steps 3", m)
+	}
+}
+
+// A null metric (Python's None, for "does not apply here") is left out of
+// that episode's metrics, which every mean over a run's episodes
+// (hone-inspect report, log-eval) reads as not reported, and the run's
+// log says so once per metric name. It failed the episode, losing the
+// reward the program gave; before that it was recorded as 0 unseen,
+// pulling the metric's mean down.
+func TestNullMetricLeftOut(t *testing.T) {
+	var logs bytes.Buffer
+	e := valuesEnv(t, "", `{"done": True, "reward": 1, "metrics": {"correct": 1, "overlap": None}}`)
+	e.SetLog(slog.New(slog.NewTextHandler(&logs, nil)))
+	for _, id := range []string{"s1", "s2"} {
+		res, err := playSayingHi(t, e, id)
+		if err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		if _, ok := res.Outcome.Metrics["overlap"]; ok || res.Outcome.Metrics["correct"] != 1 || res.Outcome.Reward != 1 {
+			t.Errorf("%s: outcome %+v; want reward 1, correct 1, no overlap", id, res.Outcome)
+		}
+	}
+	t.Log(logs.String())
+	if n := strings.Count(logs.String(), "overlap"); n != 1 || !strings.Contains(logs.String(), "null") {
+		t.Errorf("log %q names overlap %d times; want one warning saying it was null", logs.String(), n)
 	}
 }

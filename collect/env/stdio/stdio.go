@@ -85,9 +85,9 @@ func New(ctx context.Context, argv []string, dir string) (*Env, error) {
 	}
 	defer p.close()
 	var h struct {
-		Name        string    `json:"name"`
-		RewardRange []float64 `json:"reward_range"`
-		Policies    []string  `json:"policies"`
+		Name        string          `json:"name"`
+		RewardRange json.RawMessage `json:"reward_range"`
+		Policies    []string        `json:"policies"`
 	}
 	if err := p.call(ctx, map[string]any{"op": "hello"}, &h); err != nil {
 		// The run does not start: stop the program, then quote what it
@@ -103,11 +103,27 @@ func New(ctx context.Context, argv []string, dir string) (*Env, error) {
 	if e.name == "" {
 		e.name = "stdio"
 	}
-	e.lo, e.hi = -1e9, 1e9
-	if len(h.RewardRange) == 2 {
-		e.lo, e.hi = h.RewardRange[0], h.RewardRange[1]
+	if e.lo, e.hi, err = rewardRange(h.RewardRange); err != nil {
+		return nil, fmt.Errorf("stdio: hello: %w", err)
 	}
 	return e, nil
+}
+
+// rewardRange reads hello's reward_range: two numbers, low then high, or
+// none (left out or null: ±1e9). Any other value is refused naming the
+// field, where one of the wrong length was ignored without a word.
+func rewardRange(raw json.RawMessage) (lo, hi float64, err error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return -1e9, 1e9, nil
+	}
+	var r []float64
+	if json.Unmarshal(raw, &r) != nil || len(r) != 2 {
+		return 0, 0, fmt.Errorf("reward_range is %s: want two numbers, [low, high] (or leave it out)", clip(raw))
+	}
+	if r[0] > r[1] {
+		return 0, 0, fmt.Errorf("reward_range is %s, its low above its high: want [low, high]", clip(raw))
+	}
+	return r[0], r[1], nil
 }
 
 // Split splits a command line on spaces, honouring single and double

@@ -206,3 +206,40 @@ func TestNullMetricLeftOut(t *testing.T) {
 		t.Errorf("log %q names overlap %d times; want one warning saying it was null", logs.String(), n)
 	}
 }
+
+// A hello whose reward_range is not two numbers, low then high, is
+// refused naming the field: [1] or [0, 1, 2] was ignored without a word,
+// leaving the range at ±1e9.
+func TestRewardRangeNotTwoNumbers(t *testing.T) {
+	for _, tc := range []struct{ name, rng, want string }{
+		{"one", "[1]", "[1]"},
+		{"three", "[0, 1, 2]", "[0,1,2]"},
+		{"object", `{"lo": 0, "hi": 1}`, `{"lo":0,"hi":1}`},
+		{"strings", `["0", "1"]`, `["0","1"]`},
+		{"reversed", "[1, 0]", "[1,0]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			script := filepath.Join(t.TempDir(), "env.py")
+			body := "import sys, json\nsys.stdin.readline()\nprint(json.dumps({'name': 'r', 'reward_range': json.loads('''" + tc.rng + "''')}, separators=(',', ':')), flush=True)\n"
+			if err := os.WriteFile(script, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			e, err := stdio.New(context.Background(), []string{python(t), "-S", script}, "")
+			if err == nil {
+				lo, hi := e.RewardRange()
+				t.Fatalf("hello with reward_range %s was taken, range [%v, %v]", tc.rng, lo, hi)
+			}
+			t.Log(err)
+			for _, w := range []string{"reward_range", tc.want, "[low, high]"} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q\nwants %q", err, w)
+				}
+			}
+		})
+	}
+	// Two numbers, or none, are taken as before.
+	e := valuesEnv(t, "", `{}`)
+	if lo, hi := e.RewardRange(); lo != -1e9 || hi != 1e9 {
+		t.Errorf("range without reward_range [%v, %v], want ±1e9", lo, hi)
+	}
+}

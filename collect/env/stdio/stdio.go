@@ -515,7 +515,10 @@ func readLine(br *bufio.Reader, limit int) ([]byte, error) {
 	for {
 		frag, err := br.ReadSlice('\n')
 		if len(line)+len(frag) > limit {
-			return nil, fmt.Errorf("%w of %d bytes (stdio.Env.MaxLineBytes)", errLineTooLong, limit)
+			// Users cannot raise the limit (no --env-opt sets it): the
+			// error says how large it is and what to send instead.
+			return nil, fmt.Errorf("%w of %d bytes (%.3g MiB), hone-collect's cap on one response: shorten what it carries (a tool result or observation this long would not fit a model's context either), or write the data to a file and send its path",
+				errLineTooLong, limit, float64(limit)/(1<<20))
 		}
 		line = append(line, frag...)
 		if !errors.Is(err, bufio.ErrBufferFull) {

@@ -632,8 +632,8 @@ func (p *proc) call(ctx context.Context, req any, out any) error {
 // notJSON says why line, which is not JSON, is not, quoting it where its
 // parsing failed: a long response (a tool result) quoted from its start
 // hid the NaN that Python's json.dumps writes at its end. It names the
-// two usual causes: NaN or Infinity, and a print to stdout before the
-// response.
+// usual causes: NaN or Infinity, a print to stdout before the response
+// (any line not starting as an object), and a Python dict printed as such.
 func notJSON(line []byte) error {
 	line = bytes.TrimRight(line, "\r\n")
 	var v any
@@ -653,13 +653,22 @@ func notJSON(line []byte) error {
 	if to < len(line) {
 		quote += "…"
 	}
+	const printHint = "stdout carries responses only: a print before the response? Write logs to stderr"
 	hint := ""
+	start := len(line) - len(bytes.TrimLeft(line, " \t"))
 	switch rest := line[min(max(at, 0), len(line)):]; {
 	case bytes.HasPrefix(rest, []byte("NaN")) || bytes.HasPrefix(rest, []byte("Infinity")) || bytes.HasPrefix(line[max(at-1, 0):], []byte("Infinity")):
 		hint = " (NaN and Infinity are not JSON, though Python's json.dumps writes them for float('nan') and float('inf'): a reward or metric must be a finite number)"
-	case at == len(line)-len(bytes.TrimLeft(line, " \t")):
-		// Not JSON from its first byte: no response at all.
-		hint = " (stdout carries responses only: a print before the response? Write logs to stderr)"
+	case at == start || start == len(line) || line[start] != '{':
+		// Not JSON from its first byte, or not starting as an object,
+		// which every response is ("[DEBUG] …", "1 episode …" fail on a
+		// later byte): no response at all.
+		hint = " (" + printHint + ")"
+	case at == start+1+len(line[start+1:])-len(bytes.TrimLeft(line[start+1:], " \t")) && line[at] == '\'':
+		// {' is how Python's print(d) or str(d) writes a dict; JSON's
+		// keys are in double quotes. A broken JSON object fails later,
+		// or on another byte, and gets no hint.
+		hint = " (a Python dict written with print(d) or str(d), whose quotes are ': a response is json.dumps(d); or " + printHint + ")"
 	}
 	return fmt.Errorf("response is not JSON: %w at byte %d: %s%s", err, at, quote, hint)
 }

@@ -75,6 +75,45 @@ func TestNotJSONQuotedWhereItFails(t *testing.T) {
 	}
 }
 
+// A print before the response that starts as JSON can ([DEBUG] …, a
+// count, a Python dict printed with print(d)) fails on a later byte than
+// its first, and got no hint: a response is a JSON object, so a line
+// starting otherwise is a print, and {' is Python's repr of a dict, not
+// json.dumps. A response that is a broken JSON object is not called a
+// print.
+func TestNotJSONPrintHints(t *testing.T) {
+	const printHint = "stdout carries responses only"
+	for _, tc := range []struct {
+		name, pre string
+		want, not []string
+	}{
+		{"bracket", "[DEBUG] got reset", []string{`"[DEBUG] got reset"`, printHint}, nil},
+		{"number", "1 episode started", []string{`"1 episode started"`, printHint}, nil},
+		{"list", "[1, 2] scores", []string{printHint}, nil},
+		{"dict-repr", "{'op': 'reset', 'id': 2}", []string{"json.dumps", printHint}, nil},
+		{"extra-brace", `{"messages": [{"role": "user", "content": "go"}]}}`, nil, []string{printHint, "json.dumps"}},
+		{"trailing-comma", `{"messages": [], "done": false,}`, nil, []string{printHint, "json.dumps"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := playSayingHi(t, valuesEnv(t, tc.pre, `{}`), "s1")
+			if err == nil {
+				t.Fatal("the episode succeeded")
+			}
+			t.Log(err)
+			for _, w := range append(tc.want, "not JSON") {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q\nwants %q", err, w)
+				}
+			}
+			for _, w := range tc.not {
+				if strings.Contains(err.Error(), w) {
+					t.Errorf("error %q\nhas %q, a hint for a print, on a broken response", err, w)
+				}
+			}
+		})
+	}
+}
+
 // A step's reward and metrics are numbers: a metric given otherwise (a
 // string) fails the episode with an error naming it and what it was,
 // where encoding/json's "Go struct field wireObs.metrics" named no

@@ -53,7 +53,7 @@ func NewWriter(w io.Writer, opts WriterOptions) *Writer {
 		// Row groups end only where WriteGroup says so.
 		parquet.MaxRowsPerRowGroup(1 << 62),
 		parquet.KeyValueMetadata(MetadataKeySchemaVersion, strconv.Itoa(SchemaVersion)),
-		parquet.CreatedBy("hone", "", ""),
+		createdByOption(),
 	}
 	for k, v := range opts.Metadata {
 		if k != MetadataKeySchemaVersion {

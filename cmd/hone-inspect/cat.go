@@ -26,7 +26,9 @@ func newCatCmd(a *app) *cobra.Command {
 		Long: `cat reads the inputs in order and writes every group to one Parquet file.
 Groups stay whole and in input order; a trajectory id that appears twice or
 a group split across inputs is an error (exit 2), so the output is always a
-valid file. Nothing is written if anything fails.`,
+valid file. A file named twice (or also in a folder given) is read once,
+at its first place, and named on stderr. Nothing is written if anything
+fails.`,
 		Example: `  hone-inspect cat -o all.parquet runs/r1/ runs/r2/
   hone-inspect cat a.parquet b.parquet | hone-inspect stats -`,
 		Args: cobra.MinimumNArgs(1),
@@ -48,6 +50,11 @@ func runCat(ctx context.Context, a *app, opts catOptions, args []string) error {
 		return err
 	}
 	defer pass.Close()
+	for _, n := range pass.in.set.Repeated() {
+		// Twice would repeat every trajectory id: the output could not be
+		// read. Say so rather than drop the copy without a word.
+		a.summary("cat", "%s: named again, read once (its groups are in the output once)", n)
+	}
 	var groups int64
 	err = cli.WriteOutput(ctx, opts.Output, a.stdout, true, func(out io.Writer) error {
 		w := trajectory.NewWriter(out, trajectory.WriterOptions{})
@@ -61,6 +68,6 @@ func runCat(ctx context.Context, a *app, opts catOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	a.summary("cat", "%d files → %d groups; %s", len(pass.files()), groups, pass.Summary())
+	a.summary("cat", "%s → %s; %s", plural(len(pass.files()), "file"), plural(groups, "group"), pass.Summary())
 	return nil
 }

@@ -176,6 +176,14 @@ func groupTokens(g trajectory.Group) int64 {
 }
 
 // summary prints the one-line end-of-run summary on stderr.
+// plural counts n things: "1 file", "2 files".
+func plural[N int | int64](n N, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
+}
+
 func (a *app) summary(cmd string, format string, args ...any) {
 	fmt.Fprintf(a.stderr, "hone-inspect %s: %s\n", cmd, fmt.Sprintf(format, args...))
 }

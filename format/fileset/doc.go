@@ -32,7 +32,7 @@
 //
 // Matches of one argument are sorted; the arguments keep their order; a
 // file named twice (a symbolic link and its target included) is read
-// once, at its first place.
+// once, at its first place (Set.Repeated names the others).
 //
 // Names are plain paths or URLs. The scheme picks a Store: plain paths and
 // file:// URLs are the local file system; s3://, gs://, azblob:// (any

@@ -385,15 +385,21 @@ func TestResolveSameFileTwoSpellings(t *testing.T) {
 	t.Chdir(dir)
 	abs := filepath.Join(dir, "in", "a.parquet")
 	for _, tc := range []struct {
-		args []string
-		want []string
+		args     []string
+		want     []string
+		repeated []string // Set.Repeated: the names passed over, as spelled
 	}{
-		{[]string{"./in/a.parquet", "./in/"}, []string{"./in/a.parquet", "in/b.parquet"}},
-		{[]string{"in/a.parquet", "in//*.parquet"}, []string{"in/a.parquet", "in/b.parquet"}},
-		{[]string{abs, "in/a.parquet", "file://" + abs}, []string{abs}},
+		{[]string{"./in/a.parquet", "./in/"}, []string{"./in/a.parquet", "in/b.parquet"}, []string{"in/a.parquet"}},
+		{[]string{"in/a.parquet", "in//*.parquet"}, []string{"in/a.parquet", "in/b.parquet"}, []string{"in/a.parquet"}},
+		{[]string{abs, "in/a.parquet", "file://" + abs}, []string{abs}, []string{"in/a.parquet", "file://" + abs}},
+		{[]string{"in/b.parquet", "in/a.parquet"}, []string{"in/b.parquet", "in/a.parquet"}, nil},
 	} {
-		if got := resolve(t, tc.args, Options{}).Names(); !slices.Equal(got, tc.want) {
+		set := resolve(t, tc.args, Options{})
+		if got := set.Names(); !slices.Equal(got, tc.want) {
 			t.Errorf("%q: got %q, want %q", tc.args, got, tc.want)
+		}
+		if got := set.Repeated(); !slices.Equal(got, tc.repeated) {
+			t.Errorf("%q: repeated %q, want %q", tc.args, got, tc.repeated)
 		}
 	}
 }

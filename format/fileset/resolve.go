@@ -52,6 +52,9 @@ type Set struct {
 	// otherCase is what ListSet passed over for the case of its
 	// extension alone (OtherCase).
 	otherCase []string
+	// repeated is what Resolve passed over as a file an earlier name
+	// already brought (Repeated).
+	repeated []string
 	// buckets are the object-store buckets the set's files share, so that
 	// reading a folder of objects reuses one client's connections rather
 	// than making one per object; Close closes them.
@@ -203,6 +206,8 @@ func Resolve(ctx context.Context, args []string, opts Options) (*Set, error) {
 			if k := fileKey(n); !seen[k] {
 				seen[k] = true
 				s.names = append(s.names, n)
+			} else {
+				s.repeated = append(s.repeated, n)
 			}
 		}
 	}
@@ -280,6 +285,12 @@ func ListSet(ctx context.Context, dir, ext string) (*Set, error) {
 // reader of inputs is, so a caller that keeps reading a folder (a watched
 // one) names them rather than pass them over without a word.
 func (s *Set) OtherCase() []string { return s.otherCase }
+
+// Repeated is the names Resolve read once rather than twice, as spelled
+// where they came again (a file given twice, or also in a folder given),
+// in argument order: a caller that would write every input's rows once
+// (a merge) names them rather than drop them without a word.
+func (s *Set) Repeated() []string { return s.repeated }
 
 // Info stats the i-th input's name (see StatFile); a set's stdin, or
 // input held (Held), has no stat of its own.

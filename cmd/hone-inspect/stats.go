@@ -34,7 +34,9 @@ version 2), messages, trainable turns, sampled tokens and failed episodes,
 and summarizes rewards (scored and unscored count, mean, sample standard
 deviation, min, max) in total, per model that served the episodes and per
 environment. A "model" line is one adapter's step, "rl@12" (sorted by run,
-then step), or a base model's served name with its step, or "(none)" with
+then by the step in the name; rows whose own step differs, such as rows
+imported with step 0, are a line "rl@12 step 0" beside it), or a base
+model's served name with its step, or "(none)" with
 the step where no turn named a model (a scripted policy). With --json,
 by_adapter holds those lines ("adapter", "step"), and by_step the same
 figures per step number alone, two runs' step 1 added up. Messages,

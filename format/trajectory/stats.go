@@ -97,8 +97,10 @@ type EnvSummary struct {
 // ByAdapter tells runs apart, where ByStep adds up the steps of the same
 // number: a warm-up's "warmup@12" and "rl@12" are one step 12 there. It
 // is sorted by run (the part of "<run>@<N>" before the "@", or the whole
-// name of a base model, "" first), then by step, then by name, so that a
-// run's steps follow each other in order (rl@2 before rl@10). ByStep is sorted by step, ByEnv by name.
+// name of a base model, "" first), then by step (the one in the name,
+// where it has one), then by the rows' step, then by name, so that a run's
+// steps follow each other in order (rl@2 before rl@10, and before rl@10's
+// rows of step 0). ByStep is sorted by step, ByEnv by name.
 type Stats struct {
 	Files []FileInfo `json:"files"`
 	Summary
@@ -294,7 +296,9 @@ func (b *StatsBuilder) Stats() Stats {
 		s.ByAdapter = append(s.ByAdapter, AdapterSummary{Adapter: k.adapter, Step: k.step, Summary: a.summary()})
 	}
 	slices.SortFunc(s.ByAdapter, func(x, y AdapterSummary) int {
-		return cmp.Or(strings.Compare(servedRun(x.Adapter), servedRun(y.Adapter)),
+		xr, xs := servedOrder(x)
+		yr, ys := servedOrder(y)
+		return cmp.Or(strings.Compare(xr, yr), cmp.Compare(xs, ys),
 			cmp.Compare(x.Step, y.Step), strings.Compare(x.Adapter, y.Adapter))
 	})
 	for env, a := range b.envs {
@@ -304,14 +308,16 @@ func (b *StatsBuilder) Stats() Stats {
 	return s
 }
 
-// servedRun is the run of a served name "<run>@<N>", or the whole name
-// where it is not one (a base model's served name, ""): what ByAdapter
-// sorts by first.
-func servedRun(adapter string) string {
-	if sv, err := runfolder.ParseServed(adapter); err == nil && sv.HasStep {
-		return sv.Run
+// servedOrder is what ByAdapter sorts by first: the run and step of a
+// served name "<run>@<N>", or the whole name and the rows' step where it
+// is not one (a base model's served name, ""). The step in the name, not
+// the rows' own, places rows whose step disagrees with it (imported with
+// step 0) among their run's other steps.
+func servedOrder(a AdapterSummary) (run string, step int64) {
+	if sv, err := runfolder.ParseServed(a.Adapter); err == nil && sv.HasStep {
+		return sv.Run, int64(sv.Step)
 	}
-	return adapter
+	return a.Adapter, a.Step
 }
 
 // ComputeStats reads r to the end and summarizes it.

@@ -34,10 +34,12 @@ const summary = `count(*) AS trajectories, count(DISTINCT group_id) AS groups,
 
 // What served the rows, adapter and step, ordered by run: the part of a
 // served name "<run>@<N>" before the "@" (a run name, then a plain
-// number), or the whole name otherwise (a base model's, or ""); then step.
-const byRun = `CASE WHEN regexp_full_match(adapter, '[A-Za-z0-9][A-Za-z0-9._-]{0,127}@(0|[1-9][0-9]*)')
-    AND NOT contains(adapter, '..')
-  THEN split_part(adapter, '@', 1) ELSE adapter END`;
+// number), or the whole name otherwise (a base model's, or ""); then by
+// the N of such a name, or the rows' step otherwise; then by the rows' step.
+const servedName = `(regexp_full_match(adapter, '[A-Za-z0-9][A-Za-z0-9._-]{0,127}@(0|[1-9][0-9]*)')
+    AND NOT contains(adapter, '..'))`;
+const byRun = `CASE WHEN ${servedName} THEN split_part(adapter, '@', 1) ELSE adapter END`;
+const byServedStep = `CASE WHEN ${servedName} THEN CAST(split_part(adapter, '@', 2) AS BIGINT) ELSE step END`;
 
 let out;
 if (sql) {
@@ -47,7 +49,7 @@ if (sql) {
     total: (await rows(`SELECT ${summary} FROM t`))[0],
     by_step: await rows(`SELECT step, ${summary} FROM t GROUP BY step ORDER BY step`),
     by_adapter: await rows(
-      `SELECT adapter, step, ${summary} FROM t GROUP BY adapter, step ORDER BY ${byRun}, step, adapter`),
+      `SELECT adapter, step, ${summary} FROM t GROUP BY adapter, step ORDER BY ${byRun}, ${byServedStep}, step, adapter`),
     by_env: await rows(`SELECT env, ${summary} FROM t GROUP BY env ORDER BY env`),
     schema_version: (await rows(
       `SELECT decode(value) AS v FROM parquet_kv_metadata(${quoted}) WHERE decode(key) = 'hone.schema_version'`))[0]?.v ?? null,

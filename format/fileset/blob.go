@@ -76,7 +76,12 @@ func parseBlobName(name string) (blobName, error) {
 		return blobName{}, &ArgError{Arg: name, Err: fmt.Errorf("no bucket: write %s://BUCKET/KEY", u.Scheme)}
 	}
 	if u.Fragment != "" {
-		return blobName{}, &ArgError{Arg: name, Err: errors.New("a URL fragment (#…) names no object; write # in a key as %23")}
+		// The message shows name without its query, which may come before
+		// the "#" and hide it: name the fragment itself, as written, up to
+		// a "?" (the query's values, written after the fragment).
+		frag := name[strings.Index(name, "#"):]
+		frag, _, _ = strings.Cut(frag, "?")
+		return blobName{}, &ArgError{Arg: name, Err: fmt.Errorf("the URL fragment %q names no object; write # in a key as %%23", frag)}
 	}
 	q := ""
 	if u.RawQuery != "" {

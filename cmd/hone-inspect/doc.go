@@ -17,7 +17,8 @@
 //	printf 'Hello' | hone-inspect tokenize --model ~/models/Qwen3-1.7B
 //	hone-inspect render --model ~/models/Qwen3-1.7B --ids < conversation.json
 //
-// Inputs are files, globs, directories of *.parquet files, or - for stdin.
+// Inputs are files, globs, directories of *.parquet files, file:// or
+// object-store URLs (s3://…), or - for stdin.
 // Output goes to -o PATH (written to a temporary name and renamed) or to
 // stdout, but Parquet is never written to a terminal. Exit codes: 0 ok,
 // 1 failure, 2 bad usage or bad input, 130 interrupted.

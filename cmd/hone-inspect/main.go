@@ -32,8 +32,11 @@ func newRootCmd(a *app) *cobra.Command {
 		Use:   "hone-inspect",
 		Short: "Look into Hone trajectory files and model folders",
 		Long: `hone-inspect looks into Hone trajectory files (zstd Parquet, one row per
-trajectory, groups never split). Inputs are files, globs, directories of
-*.parquet files, or - for stdin. Parquet output goes to -o PATH or to a
+trajectory, groups never split), training run folders (log-eval, report)
+and model folders (tokenize, render). Inputs are files, globs, directories
+of *.parquet files (*.jsonl for from-jsonl), file:// or object-store URLs
+(s3://BUCKET/KEY?endpoint=…, a folder being a key prefix), or - for stdin;
+a file named twice is read once. Parquet output goes to -o PATH or to a
 stdout that is not a terminal.
 
 Exit codes: 0 ok, 1 failure, 2 bad usage or bad input, 130 interrupted.`,

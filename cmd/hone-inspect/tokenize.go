@@ -59,7 +59,7 @@ printed as it is, with no newline added.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.Model, "model", "", "model folder holding tokenizer.json (required)")
+	fs.StringVar(&o.Model, "model", "", "model folder holding tokenizer.json or tokenizer.json.gz (required)")
 	fs.BoolVar(&o.Decode, "decode", false, "read a JSON array of ids and print their text")
 	fs.BoolVar(&o.Special, "special", true, "add the post-processor's special tokens; on --decode keep special tokens")
 	fs.BoolVar(&o.NoSpecial, "no-special", false, "add no special tokens; on --decode skip them")

@@ -434,6 +434,9 @@ func (w *rewriter) statement(s segment, content string) error {
 			if err := macroSplatParameter(content); err != nil {
 				return err
 			}
+			if err := macroDefaultCommas(content); err != nil {
+				return err
+			}
 			if w.hooks {
 				guarded, err := guardMacroDefaults(code)
 				if err != nil {

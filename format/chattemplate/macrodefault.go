@@ -65,3 +65,24 @@ func balancedBrackets(code string) bool {
 		i = end
 	}
 }
+
+// macroDefaultCommas refuses a macro whose default value holds a comma,
+// in a string or between brackets (sep=", ", a=[1, 2]): the engine cuts
+// the parameter list at every comma (parseMacro), so such a default lost
+// its rest (a='a,b' rendered as a) or, wrapped by guardMacroDefaults,
+// failed to compile with an error that blamed Hone. jinja2 takes the
+// whole value.
+func macroDefaultCommas(content string) error {
+	_, params, ok := strings.Cut(strings.TrimSpace(content), "(")
+	if !ok {
+		return nil
+	}
+	for _, part := range splitTopLevel(strings.TrimSuffix(params, ")")) {
+		name, value, ok := strings.Cut(part, "=")
+		if ok && strings.Contains(value, ",") {
+			return &staticError{fmt.Sprintf("a comma inside the default value of %s (%s): the engine cuts a macro's parameters at every comma, so it would lose the value's rest",
+				strings.TrimSpace(name), strings.TrimSpace(value))}
+		}
+	}
+	return nil
+}

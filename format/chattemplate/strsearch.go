@@ -56,9 +56,9 @@ func pySearch(s string, args []jinja.Value, kwargs map[string]jinja.Value, name 
 }
 
 // sliceBounds are the optional start and end arguments (after the first)
-// of a str search, adjusted as Python adjusts a slice's: negative ones
-// count from the end, and they are clamped to [0, n] (start may pass n,
-// which finds nothing).
+// of a str search, integers, booleans (Python's are ints) or None,
+// adjusted as Python adjusts a slice's: negative ones count from the end,
+// and they are clamped to [0, n] (start may pass n, which finds nothing).
 func sliceBounds(args []jinja.Value, n int, name string) (start, end int, err error) {
 	start, end = 0, n
 	for i := 1; i <= 2 && i < len(args); i++ {
@@ -66,10 +66,17 @@ func sliceBounds(args []jinja.Value, n int, name string) (start, end int, err er
 		if v.IsNone() {
 			continue
 		}
-		if !v.IsInt() {
+		var idx int
+		switch {
+		case v.IsInt():
+			idx = int(v.AsInt())
+		case v.IsBool(): // Python's bool is an int: True is 1
+			if v.AsBool() {
+				idx = 1
+			}
+		default:
 			return 0, 0, fmt.Errorf("TypeError: slice indices of %s() must be integers or None", name)
 		}
-		idx := int(v.AsInt())
 		if idx < 0 {
 			idx = max(idx+n, 0)
 		}

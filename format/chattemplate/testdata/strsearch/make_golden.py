@@ -28,6 +28,8 @@ CASES = [
     "{{ \"what's up 2nd\".title() }}|{{ \"what's up 2nd\"|title }}|{{ 'hello WORLD'.capitalize() }}|{{ 'hello WORLD'|capitalize }}",
     "{% for r in roles %}{{ r.title() }},{{ r|title }},{{ r.capitalize() }};{% endfor %}",
     "{{ 'a-b (c [d {e <f\tg'|title }}|{{ 'ÉCOLE élan'.title() }}|{{ 'ÉCOLE élan'|title }}",
+    # Python's bool is an int: true and false are 1 and 0 as slice bounds
+    "{{ c.find('r', true) }}|{{ 'abc'.count('a', false, true) }}|{{ 'abc'.rfind('c', false) }}|{{ 'abc'.find('b', true, true) }}|{{ 'aba'.rindex('a', false) }}",
     "{{ c.index('zzz') }}",
     "{{ c.rindex('zzz') }}",
     "{{ xs.index(5) }}",

@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/ardanlabs/jinja"
+	"golang.org/x/text/cases"
+	"golang.org/x/text/language"
 )
 
 // Python's str.find, rfind, index, rindex and count, title and
@@ -109,23 +112,37 @@ func listSearch(l *jinja.List, args []jinja.Value, name string) (jinja.Value, er
 	return jinja.NewInt(int64(count)), nil
 }
 
-// isCased is Python's notion of a cased character: one with an upper,
-// lower or title case form of its own.
+// isCased is Python's notion of a cased character (Unicode's Cased
+// property): one with an upper, lower or title case form of its own, or
+// one of Other_Lowercase or Other_Uppercase (ª, ⅰ).
 func isCased(r rune) bool {
-	return unicode.IsUpper(r) || unicode.IsLower(r) || unicode.IsTitle(r)
+	return unicode.IsUpper(r) || unicode.IsLower(r) || unicode.IsTitle(r) ||
+		unicode.Is(unicode.Other_Lowercase, r) || unicode.Is(unicode.Other_Uppercase, r)
+}
+
+// Python's case mappings are Unicode's full ones (ß is Ss in title case
+// and SS in upper case, İ is i and a combining dot in lower case, a final
+// Σ is ς), which Go's unicode package has not; x/text/cases has them.
+// A Caser keeps state, so each call makes its own.
+
+func fullLower(s string) string { return cases.Lower(language.Und).String(s) }
+func fullUpper(s string) string { return cases.Upper(language.Und).String(s) }
+func fullTitle(r rune) string {
+	return cases.Title(language.Und, cases.NoLower).String(string(r))
 }
 
 // pyTitle is Python's str.title: a cased character after an uncased one
 // (or at the start) in title case, every other one in lower case
-// ("what's 2nd" is What'S 2Nd).
+// ("what's 2nd" is What'S 2Nd). Each character is lowered on its own, so
+// a final Σ is σ where Python, which looks at its neighbours, writes ς.
 func pyTitle(s string) string {
 	var b strings.Builder
 	prevCased := false
 	for _, r := range s {
 		if prevCased {
-			b.WriteRune(unicode.ToLower(r))
+			b.WriteString(fullLower(string(r)))
 		} else {
-			b.WriteRune(unicode.ToTitle(r))
+			b.WriteString(fullTitle(r))
 		}
 		prevCased = isCased(r)
 	}
@@ -133,35 +150,45 @@ func pyTitle(s string) string {
 }
 
 // pyCapitalize is Python's str.capitalize: the first character in title
-// case, the rest in lower case.
+// case, the rest in lower case as lowered in place (a final Σ after the
+// first letter is ς), hence the whole string lowered without the first
+// character's lower case form.
 func pyCapitalize(s string) string {
-	for i, r := range s {
-		return string(unicode.ToTitle(r)) + strings.ToLower(s[i+len(string(r)):])
+	for _, r := range s {
+		return fullTitle(r) + fullLower(s)[len(fullLower(string(r))):]
 	}
 	return s
 }
 
 // titleFilter is jinja2's title filter: each word, after a run of white
-// space or of -, (, {, [ and <, with its first character in upper case and
-// the rest in lower case ("what's" stays What's, "tool_call" is Tool_call).
+// space (Python's, \x1c to \x1f included) or of -, (, {, [ and <, with its
+// first character in upper case and the rest, as a string, in lower case
+// ("what's" stays What's, "tool_call" is Tool_call).
 func titleFilter(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
 	if len(args) == 0 {
 		return jinja.Undefined(), fmt.Errorf("title: no value")
 	}
 	s := pythonStr(args[0])
+	isSep := func(r rune) bool {
+		return unicode.IsSpace(r) || (r >= 0x1c && r <= 0x1f) || strings.ContainsRune("-({[<", r)
+	}
 	var b strings.Builder
-	wordStart := true
-	for _, r := range s {
-		sep := unicode.IsSpace(r) || strings.ContainsRune("-({[<", r)
-		switch {
-		case sep:
-			b.WriteRune(r)
-		case wordStart:
-			b.WriteString(strings.ToUpper(string(r)))
-		default:
-			b.WriteString(strings.ToLower(string(r)))
+	for s != "" {
+		word := strings.IndexFunc(s, func(r rune) bool { return !isSep(r) })
+		if word < 0 {
+			word = len(s)
 		}
-		wordStart = sep
+		b.WriteString(s[:word])
+		s = s[word:]
+		end := strings.IndexFunc(s, isSep)
+		if end < 0 {
+			end = len(s)
+		}
+		if end > 0 {
+			r, size := utf8.DecodeRuneInString(s)
+			b.WriteString(fullUpper(string(r)) + fullLower(s[size:end]))
+		}
+		s = s[end:]
 	}
 	return jinja.NewString(b.String()), nil
 }

@@ -30,6 +30,12 @@ CASES = [
     "{{ 'a-b (c [d {e <f\tg'|title }}|{{ 'ÉCOLE élan'.title() }}|{{ 'ÉCOLE élan'|title }}",
     # Python's bool is an int: true and false are 1 and 0 as slice bounds
     "{{ c.find('r', true) }}|{{ 'abc'.count('a', false, true) }}|{{ 'abc'.rfind('c', false) }}|{{ 'abc'.find('b', true, true) }}|{{ 'aba'.rindex('a', false) }}",
+    # Python's full case mappings (ß is Ss in title case, SS in upper case;
+    # ﬁ is Fi and FI; İ is i and a dot in lower case), its cased
+    # characters (ª is one) and final sigma where Python lowers a whole
+    # string (str.lower in the title filter, str.capitalize)
+    "{{ 'straße ﬁx ǆa'.title() }}|{{ 'ßa ﬁx'.capitalize() }}|{{ 'ßtraße ﬁx'|title }}|{{ 'aİ'.title() }}|{{ 'aİ'.capitalize() }}|{{ 'ªb'.title() }}",
+    "{{ 'ΑΣ'.capitalize() }}|{{ 'ΟΔΟΣ ΟΔΟΣ'|title }}|{{ 'a\x1fb'|title }}",
     "{{ c.index('zzz') }}",
     "{{ c.rindex('zzz') }}",
     "{{ xs.index(5) }}",

@@ -99,6 +99,12 @@ func scan(src string) ([]segment, error) {
 			seg.trimLeft = true
 			i++
 		}
+		if seg.kind == segStmt && i < len(src) && src[i] == '+' {
+			// jinja2's marker that keeps the white space before the
+			// tag; the engine has none and rendered the template as
+			// "" (or the text before the tag), without an error.
+			return nil, &staticError{fmt.Sprintf(`line %d: "{%%+" (keep the white space before a tag) is not supported; write the white space in {{ }} instead`, seg.line)}
+		}
 		seg.from = i
 		found := false
 		for i < len(src) {

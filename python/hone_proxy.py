@@ -95,14 +95,15 @@ class Trajectory:
 
     def reward(self, reward, metrics=None, error=None):
         """Sets the reward (a finite number, or None for none) and metrics
-        ({name: number}) and closes the trajectory: later requests with its
-        headers are forwarded but not recorded. error marks the episode as
-        failed (hone-train skips it). The trajectory must have made at least
-        one chat request through the proxy; a second reward for it is
-        refused (HTTP 409) and the first stands."""
+        ({name: number}; a None one is left out of the row) and closes the
+        trajectory: later requests with its headers are forwarded but not
+        recorded. error marks the episode as failed (hone-train skips it).
+        The trajectory must have made at least one chat request through the
+        proxy; a second reward for it is refused (HTTP 409) and the first
+        stands."""
         body = {"reward": _number("reward", reward) if reward is not None else None}
         if metrics:
-            body["metrics"] = {str(k): _number("metric " + str(k), v) for k, v in metrics.items()}
+            body["metrics"] = {str(k): _metric("metric " + str(k), v) for k, v in metrics.items()}
         if error:
             body["error"] = str(error)
         _post("%s/hone/trajectories/%s/reward" % (self._root, urllib.parse.quote(self.id, safe="")), body, self._timeout)
@@ -130,13 +131,19 @@ def _number(what, v):
     return f
 
 
+def _metric(what, v):
+    # None ("does not apply") is sent as null, which the proxy leaves out
+    # of the row, as the stdio environment does.
+    return None if v is None else _number(what, v)
+
+
 def close_group(group, base_url=None, timeout=30.0, metadata=None, metrics=None):
     """Writes group's trajectories as one Parquet file; those without a
     reward are written with the error "not closed". Not needed when the
     proxy runs with --group-size N: a group is written once N of its
     trajectories have a reward. metadata ({name: str, number or bool}) and
-    metrics ({name: number}) are the group's own fields, as ART's
-    TrajectoryGroup(metadata=..., metrics=...)."""
+    metrics ({name: number}, a None one left out) are the group's own
+    fields, as ART's TrajectoryGroup(metadata=..., metrics=...)."""
     root = proxy_url(base_url)
     body = None
     if metadata or metrics:
@@ -147,7 +154,7 @@ def close_group(group, base_url=None, timeout=30.0, metadata=None, metrics=None)
                     raise ValueError("group metadata %r: %r is not a string, number or boolean" % (k, v))
             body["metadata"] = {str(k): v for k, v in metadata.items()}
         if metrics:
-            body["metrics"] = {str(k): _number("group metric " + str(k), v) for k, v in metrics.items()}
+            body["metrics"] = {str(k): _metric("group metric " + str(k), v) for k, v in metrics.items()}
     _post("%s/hone/groups/%s/close" % (root, urllib.parse.quote(_check_id("group", group), safe="")), body, timeout)
 
 

@@ -153,9 +153,12 @@ type Proxy struct {
 	// files and those there at start) to its file: a folder holding one
 	// twice is refused by the stages that read it.
 	written map[string]string
-	wg      sync.WaitGroup // flushes in progress
-	files   int
-	active  atomic.Int64 // requests being served, for the drain's warning
+	// nulls are the metric names posted as null, said once each in the
+	// log (under mu).
+	nulls  map[string]bool
+	wg     sync.WaitGroup // flushes in progress
+	files  int
+	active atomic.Int64 // requests being served, for the drain's warning
 }
 
 type group struct {
@@ -330,6 +333,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			httpError(w, http.StatusBadRequest, "body: "+err.Error())
 			return
 		}
+		p.warnNull("group metric", fields.nulls)
 		if err := p.closeGroup(id, fields); err != nil {
 			code := http.StatusInternalServerError
 			if errors.Is(err, errNoGroup) {
@@ -947,11 +951,8 @@ func (p *Proxy) reward(w http.ResponseWriter, r *http.Request, tid string) {
 		httpError(w, http.StatusBadRequest, "body: "+err.Error()+` (want {"reward": …, "metrics": {...}, "error": "…"})`)
 		return
 	}
-	metrics, err := numbers(body.Metrics)
-	if err != nil {
-		httpError(w, http.StatusBadRequest, "body: "+err.Error())
-		return
-	}
+	metrics, nulls := numbers(body.Metrics)
+	p.warnNull("metric", nulls)
 	p.mu.Lock()
 	var gid string
 	var rec *record
@@ -1008,6 +1009,7 @@ var errNoGroup = errors.New("no open group")
 type groupFields struct {
 	Metadata map[string]string
 	Metrics  map[string]float64
+	nulls    []string // the metrics posted as null, left out of Metrics
 }
 
 // parseGroupFields reads the optional body of a close request:
@@ -1049,9 +1051,8 @@ func parseGroupFields(raw []byte) (groupFields, error) {
 		}
 		f.Metadata[k] = string(v)
 	}
-	var err error
-	f.Metrics, err = numbers(body.Metrics)
-	return f, err
+	f.Metrics, f.nulls = numbers(body.Metrics)
+	return f, nil
 }
 
 // metric is a posted metric: a number, or true or false, which are 1 and 0
@@ -1077,20 +1078,52 @@ func (m *metric) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// numbers reads metrics, each a number: a null one is refused, naming it,
-// where encoding/json would have stored 0, a value no one posted.
-func numbers(m map[string]*metric) (map[string]float64, error) {
+// numbers reads metrics, and the names of those posted as null. A null
+// one (Python's None, "does not apply") is left out, as hone-collect's
+// stdio environment leaves it out: every mean over a run's rows
+// (hone-inspect report, log-eval) reads a metric a row lacks as not
+// reported, where 0 would pull its mean down unseen, and a 400 lost the
+// reward posted with it.
+func numbers(m map[string]*metric) (map[string]float64, []string) {
 	if m == nil {
 		return nil, nil
 	}
 	out := make(map[string]float64, len(m))
+	var nulls []string
 	for k, v := range m {
 		if v == nil {
-			return nil, fmt.Errorf("metric %q is null: want a number (leave the key out for none)", k)
+			nulls = append(nulls, k)
+			continue
 		}
 		out[k] = float64(*v)
 	}
-	return out, nil
+	return out, nulls
+}
+
+// warnNull says in the log, the first time a metric of kind ("metric",
+// "group metric") is posted as null, that it is left out: an agent
+// sending None where a metric does not apply means it so, but one sending
+// it by mistake (a grader that returned nothing) learns why the metric's
+// count is short. Once per name, not once per POST.
+func (p *Proxy) warnNull(kind string, names []string) {
+	if len(names) == 0 {
+		return
+	}
+	p.mu.Lock()
+	var fresh []string
+	for _, k := range names {
+		if !p.nulls[kind+" "+k] {
+			if p.nulls == nil {
+				p.nulls = map[string]bool{}
+			}
+			p.nulls[kind+" "+k] = true
+			fresh = append(fresh, k)
+		}
+	}
+	p.mu.Unlock()
+	for _, k := range fresh {
+		p.o.Log.Warn("proxy: a "+kind+" was null: it is left out of the rows where it is, and means over the run count only those that report it (said once per name)", "metric", k)
+	}
 }
 
 // closeGroup writes the group's file, with its own fields, and forgets it.

@@ -18,7 +18,7 @@ import (
 
 // TestPythonHelperSetsGroupFields: python/hone_proxy.py's close_group
 // sends the group's metadata and metrics, which the proxy writes as the
-// group's own fields; a metadata value that is not a scalar is refused in
+// group's own fields, a None metric left out; a metadata value that is not a scalar is refused in
 // Python, before any request.
 func TestPythonHelperSetsGroupFields(t *testing.T) {
 	py, err := exec.LookPath("python3")
@@ -42,12 +42,12 @@ func TestPythonHelperSetsGroupFields(t *testing.T) {
 sys.path.insert(0, sys.argv[1])
 import hone_proxy
 t = hone_proxy.Trajectory(group="g", id="a", base_url=sys.argv[2] + "/v1")
-t.reward(1, metrics={"turns": 2})
+t.reward(1, metrics={"turns": 2, "overlap": None})
 try:
     t.close_group(metadata={"bad": {"deep": 1}})
 except ValueError as e:
     print("refused:", e)
-t.close_group(metadata={"scenario": "s1", "level": 3, "hard": True}, metrics={"difficulty": 2.5})
+t.close_group(metadata={"scenario": "s1", "level": 3, "hard": True}, metrics={"difficulty": 2.5, "spread": None})
 `
 	cmd := exec.Command(py, "-c", script, helper, srv.URL)
 	got, err := cmd.CombinedOutput()
@@ -58,6 +58,11 @@ t.close_group(metadata={"scenario": "s1", "level": 3, "hard": True}, metrics={"d
 	gs, err := trajectory.ReadAll(context.Background(), fileset.Files(files...))
 	if err != nil || len(gs) != 1 || *gs[0].Trajectories[0].Reward != 1 {
 		t.Fatalf("written: %v %+v", err, gs)
+	}
+	// A None metric is sent as null, which the proxy leaves out of the
+	// row as the stdio environment does; the helper refused it.
+	if m := gs[0].Trajectories[0].Metrics; !maps.Equal(m, map[string]float64{"turns": 2}) {
+		t.Errorf("trajectory metrics %v, want turns 2 alone", m)
 	}
 	if want := map[string]string{"scenario": "s1", "level": "3", "hard": "true"}; !maps.Equal(gs[0].Metadata, want) || !maps.Equal(gs[0].Metrics, map[string]float64{"difficulty": 2.5}) {
 		t.Errorf("group fields %v %v, want %v and difficulty 2.5", gs[0].Metadata, gs[0].Metrics, want)

@@ -633,7 +633,8 @@ func (p *proc) call(ctx context.Context, req any, out any) error {
 // parsing failed: a long response (a tool result) quoted from its start
 // hid the NaN that Python's json.dumps writes at its end. It names the
 // usual causes: NaN or Infinity, a print to stdout before the response
-// (any line not starting as an object), and a Python dict printed as such.
+// (any line not starting as an object), a Python dict printed as such,
+// and a response written over several lines.
 func notJSON(line []byte) error {
 	line = bytes.TrimRight(line, "\r\n")
 	var v any
@@ -659,6 +660,12 @@ func notJSON(line []byte) error {
 	switch rest := line[min(max(at, 0), len(line)):]; {
 	case bytes.HasPrefix(rest, []byte("NaN")) || bytes.HasPrefix(rest, []byte("Infinity")) || bytes.HasPrefix(line[max(at-1, 0):], []byte("Infinity")):
 		hint = " (NaN and Infinity are not JSON, though Python's json.dumps writes them for float('nan') and float('inf'): a reward or metric must be a finite number)"
+	case start < len(line) && line[start] == '{' && endsInside(line):
+		// The line ends inside the object: its rest is on the lines after
+		// it, as json.dumps(out, indent=2) writes "{" alone on the first.
+		// Said before the print hint, which "{" (failing at its first
+		// byte) would get, sending its author after a print not there.
+		hint = " (the line ends inside the object: a response is one JSON object on one line; written over several lines, with json.dumps(out, indent=…) or JSON.stringify(out, null, 2)? Leave the indent out)"
 	case at == start || start == len(line) || line[start] != '{':
 		// Not JSON from its first byte, or not starting as an object,
 		// which every response is ("[DEBUG] …", "1 episode …" fail on a
@@ -671,6 +678,13 @@ func notJSON(line []byte) error {
 		hint = " (a Python dict written with print(d) or str(d), whose quotes are ': a response is json.dumps(d); or " + printHint + ")"
 	}
 	return fmt.Errorf("response is not JSON: %w at byte %d: %s%s", err, at, quote, hint)
+}
+
+// endsInside says whether line is a JSON value that its end cuts short,
+// rather than one that fails on a byte of its own.
+func endsInside(line []byte) bool {
+	var v any
+	return errors.Is(json.NewDecoder(bytes.NewReader(line)).Decode(&v), io.ErrUnexpectedEOF)
 }
 
 // typeError words encoding/json's error for a field of the wrong type in

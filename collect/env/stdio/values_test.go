@@ -282,3 +282,38 @@ func TestRewardRangeNotTwoNumbers(t *testing.T) {
 		t.Errorf("range without reward_range [%v, %v], want ±1e9", lo, hi)
 	}
 }
+
+// A response written over several lines (Python's json.dumps(out,
+// indent=2), JavaScript's JSON.stringify(out, null, 2)) fails on its first
+// line, "{", saying that a response is one line, not that a print came
+// before it: the hint for a print sent its author looking for a print
+// that is not there.
+func TestNotJSONSeveralLines(t *testing.T) {
+	for _, tc := range []struct{ name, dump string }{
+		{"indent", "json.dumps(out, indent=2)"},
+		{"key-on-first-line", `json.dumps(out).replace('"messages": [', '"messages": [\n')`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := scriptEnv(t, python(t), `import json, sys
+for line in sys.stdin:
+    op = json.loads(line)["op"]
+    if op == "hello":
+        print(json.dumps({"name": "pretty"}), flush=True)
+        continue
+    out = {"messages": [{"role": "user", "content": "go"}]}
+    print(`+tc.dump+`, flush=True)
+`)
+			_, err := playSayingHi(t, e, "s1")
+			if err == nil {
+				t.Fatal("the episode succeeded")
+			}
+			t.Log(err)
+			if !strings.Contains(err.Error(), "one line") || !strings.Contains(err.Error(), "indent") {
+				t.Errorf("error %q\nwants a response on one line, without indent", err)
+			}
+			if strings.Contains(err.Error(), "a print before the response") {
+				t.Errorf("error %q\nblames a print for a response over several lines", err)
+			}
+		})
+	}
+}

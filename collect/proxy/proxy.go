@@ -935,9 +935,9 @@ func (rec *record) finish() trajectory.Trajectory {
 
 func (p *Proxy) reward(w http.ResponseWriter, r *http.Request, tid string) {
 	var body struct {
-		Reward  *float64           `json:"reward"`
-		Metrics map[string]*metric `json:"metrics"`
-		Error   string             `json:"error"`
+		Reward  *float64                   `json:"reward"`
+		Metrics map[string]json.RawMessage `json:"metrics"`
+		Error   string                     `json:"error"`
 	}
 	raw, ok := p.readBody(w, r)
 	if !ok {
@@ -951,7 +951,11 @@ func (p *Proxy) reward(w http.ResponseWriter, r *http.Request, tid string) {
 		httpError(w, http.StatusBadRequest, "body: "+err.Error()+` (want {"reward": …, "metrics": {...}, "error": "…"})`)
 		return
 	}
-	metrics, nulls := numbers(body.Metrics)
+	metrics, nulls, err := numbers(body.Metrics)
+	if err != nil {
+		httpError(w, http.StatusBadRequest, "body: "+err.Error())
+		return
+	}
 	p.warnNull("metric", nulls)
 	p.mu.Lock()
 	var gid string
@@ -1024,7 +1028,7 @@ func parseGroupFields(raw []byte) (groupFields, error) {
 	}
 	var body struct {
 		Metadata map[string]json.RawMessage `json:"metadata"`
-		Metrics  map[string]*metric         `json:"metrics"`
+		Metrics  map[string]json.RawMessage `json:"metrics"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -1051,53 +1055,44 @@ func parseGroupFields(raw []byte) (groupFields, error) {
 		}
 		f.Metadata[k] = string(v)
 	}
-	f.Metrics, f.nulls = numbers(body.Metrics)
-	return f, nil
+	var err error
+	f.Metrics, f.nulls, err = numbers(body.Metrics)
+	return f, err
 }
 
-// metric is a posted metric: a number, or true or false, which are 1 and 0
-// as OpenPipe ART's Trajectory.metrics (float | int | bool) averages them
-// and as hone-collect's stdio environment reads them.
-type metric float64
-
-// UnmarshalJSON reads a number, true or false.
-func (m *metric) UnmarshalJSON(b []byte) error {
-	switch string(b) {
-	case "true":
-		*m = 1
-		return nil
-	case "false":
-		*m = 0
-		return nil
-	}
-	var f float64
-	if err := json.Unmarshal(b, &f); err != nil {
-		return fmt.Errorf("metric %s is not a number or true/false", b)
-	}
-	*m = metric(f)
-	return nil
-}
-
-// numbers reads metrics, and the names of those posted as null. A null
-// one (Python's None, "does not apply") is left out, as hone-collect's
-// stdio environment leaves it out: every mean over a run's rows
-// (hone-inspect report, log-eval) reads a metric a row lacks as not
+// numbers reads posted metrics, each a number, or true or false, which
+// are 1 and 0 as OpenPipe ART's Trajectory.metrics (float | int | bool)
+// averages them and as hone-collect's stdio environment reads them; any
+// other value is refused naming the metric. It returns the names of those
+// posted as null: a null one (Python's None, "does not apply") is left
+// out, as the stdio environment leaves it out: every mean over a run's
+// rows (hone-inspect report, log-eval) reads a metric a row lacks as not
 // reported, where 0 would pull its mean down unseen, and a 400 lost the
 // reward posted with it.
-func numbers(m map[string]*metric) (map[string]float64, []string) {
+func numbers(m map[string]json.RawMessage) (map[string]float64, []string, error) {
 	if m == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	out := make(map[string]float64, len(m))
 	var nulls []string
 	for k, v := range m {
-		if v == nil {
+		var f float64
+		switch string(v) {
+		case "null":
 			nulls = append(nulls, k)
 			continue
+		case "true":
+			f = 1
+		case "false":
+			f = 0
+		default:
+			if json.Unmarshal(v, &f) != nil {
+				return nil, nil, fmt.Errorf("metric %q is %.80s: want a number, or true or false", k, v)
+			}
 		}
-		out[k] = float64(*v)
+		out[k] = f
 	}
-	return out, nulls
+	return out, nulls, nil
 }
 
 // warnNull says in the log, the first time a metric of kind ("metric",

@@ -56,3 +56,23 @@ func TestProxyBoolMetricsAreOneOrZero(t *testing.T) {
 		t.Errorf("group metrics %v; want hard 1", g.Metrics)
 	}
 }
+
+// A metric that is neither a number nor true/false, in a reward or in a
+// group's close body, is a 400 naming the metric and its value: it named
+// the value alone, as though it were the metric ("metric \"yes\" is not a
+// number"), leaving the agent's author to guess which metric.
+func TestProxyBadMetricNamed(t *testing.T) {
+	up, _, _ := upstream(t)
+	base := proxyTo(t, up.URL, t.TempDir())
+	runAgent(t, base+"/v1", "t1", "g")
+	for _, tc := range []struct{ url, body, value string }{
+		{base + "/hone/trajectories/t1/reward", `{"reward":1,"metrics":{"turns":2,"solved":"yes"}}`, `"yes"`},
+		{base + "/hone/trajectories/t1/reward", `{"reward":1,"metrics":{"solved":{"value":1}}}`, `{"value":1}`},
+		{base + "/hone/groups/g/close", `{"metrics":{"solved":"true"}}`, `"true"`},
+	} {
+		status, msg := do(t, mustRequest(t, http.MethodPost, tc.url, tc.body))
+		if status != http.StatusBadRequest || !strings.Contains(msg, `\"solved\"`) || !strings.Contains(msg, strings.ReplaceAll(tc.value, `"`, `\"`)) {
+			t.Errorf("POST %s: %d %s; want 400 naming the metric solved and its value %s", tc.body, status, msg, tc.value)
+		}
+	}
+}

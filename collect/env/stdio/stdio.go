@@ -227,6 +227,7 @@ type episode struct {
 	sc      env.Scenario
 	seed    int64
 	outcome env.Outcome
+	nulls   []string // the metrics outcome left out, given as null
 }
 
 // wireObs is a reset or step response; messages and tools are in the
@@ -344,14 +345,19 @@ func (ep *episode) Step(ctx context.Context, t env.Turn) (env.Feedback, error) {
 	if err != nil {
 		return env.Feedback{}, fmt.Errorf("stdio: step: %w", err)
 	}
-	for _, k := range nulls {
-		ep.e.warnNull(k, ep.sc.ID)
-	}
-	ep.outcome = o
+	ep.outcome, ep.nulls = o, nulls
 	return env.Feedback{Messages: msgs, Done: r.Done}, nil
 }
 
-func (ep *episode) Outcome() env.Outcome { return ep.outcome }
+// Outcome implements env.Episode. The nulls warned of are those of the
+// outcome the row records, the last step's: a metric null on an earlier
+// step (not decided yet) and a number on the last is left out of no row.
+func (ep *episode) Outcome() env.Outcome {
+	for _, k := range ep.nulls {
+		ep.e.warnNull(k, ep.sc.ID)
+	}
+	return ep.outcome
+}
 
 func (ep *episode) Close() error { return ep.p.close() }
 

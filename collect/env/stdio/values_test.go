@@ -317,3 +317,37 @@ for line in sys.stdin:
 		})
 	}
 }
+
+// A metric null on a step before the last (not decided yet) and a number
+// on the step that says done is recorded, and no warning says it was left
+// out: the row's metrics are the last step's, and the warning, said for
+// any step's null, told of a metric left out of no row.
+func TestNullMetricOnEarlierStepNotWarned(t *testing.T) {
+	var logs bytes.Buffer
+	e := scriptEnv(t, python(t), `import json, sys
+steps = 0
+for line in sys.stdin:
+    op = json.loads(line)["op"]
+    if op == "hello":
+        out = {"name": "later"}
+    elif op == "reset":
+        out = {"messages": [{"role": "user", "content": "go"}]}
+    else:
+        steps += 1
+        done = steps == 2
+        out = {"messages": [{"role": "user", "content": "again"}], "done": done, "reward": 1 if done else 0,
+               "metrics": {"correct": 1 if done else None}}
+    print(json.dumps(out), flush=True)
+`)
+	e.SetLog(slog.New(slog.NewTextHandler(&logs, nil)))
+	res, err := playSayingHi(t, e, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Outcome.Metrics["correct"] != 1 || res.Outcome.Reward != 1 {
+		t.Errorf("outcome %+v; want reward 1, correct 1", res.Outcome)
+	}
+	if strings.Contains(logs.String(), "correct") {
+		t.Errorf("log %q warns of correct, which the row has", logs.String())
+	}
+}

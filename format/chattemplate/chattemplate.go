@@ -300,7 +300,7 @@ const tojsonName = "__hone_tojson"
 // them), and then the instrumented text that Render runs. Errors about the
 // template itself match ErrBadTemplate.
 func (t *Template) add(name, source, origin string) error {
-	text := lexerSource(source)
+	text := separateClosers(lexerSource(source))
 	// The static limits are checked before the engine parses anything:
 	// its parser recurses once per bracket and operator.
 	ins, insErr := instrument(text, true)

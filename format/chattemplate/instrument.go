@@ -106,44 +106,10 @@ func scan(src string) ([]segment, error) {
 			return nil, &staticError{fmt.Sprintf(`line %d: "{%%+" (keep the white space before a tag) is not supported; write the white space in {{ }} instead`, seg.line)}
 		}
 		seg.from = i
-		found := false
-		for i < len(src) {
-			c := src[i]
-			if seg.kind != segComment && (c == '\'' || c == '"') {
-				i++
-				for i < len(src) && src[i] != c {
-					if src[i] == '\\' && i+1 < len(src) {
-						if src[i+1] == '\n' {
-							line++
-						}
-						i++
-					}
-					if src[i] == '\n' {
-						line++
-					}
-					i++
-				}
-				if i < len(src) {
-					i++
-				}
-				continue
-			}
-			if c == '-' && i+2 < len(src) && src[i+1] == closer[0] && src[i+2] == closer[1] {
-				seg.to, seg.trimRight, seg.end, found = i, true, i+3, true
-				break
-			}
-			if i+1 < len(src) && c == closer[0] && src[i+1] == closer[1] {
-				seg.to, seg.end, found = i, i+2, true
-				break
-			}
-			if c == '\n' {
-				line++
-			}
-			i++
+		if err := closeTag(src, &seg, closer); err != nil {
+			return nil, err
 		}
-		if !found {
-			return nil, &unclosedTagError{line: seg.line}
-		}
+		line += strings.Count(src[seg.from:seg.end], "\n")
 		segs = append(segs, seg)
 		i = seg.end
 		textStart, textLine = i, line
@@ -161,6 +127,97 @@ func scan(src string) ([]segment, error) {
 		segs = append(segs, segment{kind: segText, start: textStart, end: len(src), line: textLine})
 	}
 	return segs, nil
+}
+
+// closeTag finds where the tag seg, whose content starts at seg.from,
+// ends, as jinja2's lexer does: at the first closer (or "-" and closer),
+// in a comment anywhere, in any other tag outside string literals (with
+// backslash escapes) and outside brackets, where jinja2 reads a closer as
+// operators ({{ {'a': {'b': 1}} }} is one tag). A bracket closed by
+// another kind, or with none open, is refused with jinja2's words.
+func closeTag(src string, seg *segment, closer string) error {
+	var open []byte // the brackets open, innermost last
+	line := seg.line
+	for i := seg.from; i < len(src); {
+		c := src[i]
+		if seg.kind != segComment && (c == '\'' || c == '"') {
+			line += strings.Count(src[i:skipString(src, i)], "\n")
+			i = skipString(src, i)
+			continue
+		}
+		if len(open) == 0 && c == '-' && strings.HasPrefix(src[i+1:], closer) {
+			seg.to, seg.trimRight, seg.end = i, true, i+3
+			return nil
+		}
+		if len(open) == 0 && strings.HasPrefix(src[i:], closer) {
+			seg.to, seg.end = i, i+2
+			return nil
+		}
+		if seg.kind != segComment {
+			switch c {
+			case '(', '[', '{':
+				open = append(open, c)
+			case ')', ']', '}':
+				if len(open) == 0 {
+					return &staticError{fmt.Sprintf("line %d: unexpected '%c'", line, c)}
+				}
+				if want := closingBracket(open[len(open)-1]); want != c {
+					return &staticError{fmt.Sprintf("line %d: unexpected '%c', expected '%c'", line, c, want)}
+				}
+				open = open[:len(open)-1]
+			}
+		}
+		if c == '\n' {
+			line++
+		}
+		i++
+	}
+	return &unclosedTagError{line: seg.line}
+}
+
+// separateClosers is src with a space between the "}" and a "}" or "%"
+// and "}" that stand side by side in a tag's code outside string
+// literals, which scan reads inside brackets only ({{ {'a': {'b': 1}} }}).
+// The engine's scanner ends a tag at the first closer outside strings,
+// brackets or not, and refused the nested dict ("expected }"); the space
+// changes no token. src is returned as it is when scan refuses it, for
+// the checks after to report.
+func separateClosers(src string) string {
+	segs, err := scan(src)
+	if err != nil {
+		return src
+	}
+	var b strings.Builder
+	last := 0
+	for _, s := range segs {
+		if s.kind != segExpr && s.kind != segStmt {
+			continue
+		}
+		for i := s.from; i < s.to; {
+			if src[i] == '\'' || src[i] == '"' {
+				i = skipString(src, i)
+				continue
+			}
+			if (src[i] == '}' || src[i] == '%') && i+1 < s.to && src[i+1] == '}' {
+				b.WriteString(src[last:i+1] + " ")
+				last = i + 1
+			}
+			i++
+		}
+	}
+	b.WriteString(src[last:])
+	return b.String()
+}
+
+// closingBracket is the bracket that closes the opening one c.
+func closingBracket(c byte) byte {
+	switch c {
+	case '(':
+		return ')'
+	case '[':
+		return ']'
+	}
+	return '}'
 }
 
 // endRaw is where the {% endraw %} tag that closes a raw block whose

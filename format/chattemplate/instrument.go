@@ -489,7 +489,7 @@ func (w *rewriter) statement(s segment, content string) error {
 	}
 	code := renameFilters(content)
 	if opsStatements[kw] {
-		code = renameFilters(pyOps(content))
+		code = renameFilters(pyOpsStatement(content))
 	}
 	switch kw {
 	case "for", "macro", "call":

@@ -46,12 +46,19 @@ import (
 // the parser does not follow is returned unchanged, to be compiled (or
 // refused) by the engine as before. Bytes the engine skips are skipped
 // (opTokens), not a reason to leave the code to the engine.
-func pyOps(code string) string {
+func pyOps(code string) string { return rewriteOps(code, false) }
+
+// pyOpsStatement is pyOps for the code of a statement tag, keyword first.
+func pyOpsStatement(code string) string { return rewriteOps(code, true) }
+
+// rewriteOps is pyOps of an expression, or (stmt) of a statement's code,
+// whose first word is its keyword and not a name.
+func rewriteOps(code string, stmt bool) string {
 	if !mayRewrite(code) {
 		return code
 	}
 	toks := opTokens(code)
-	p := &opParser{code: code, toks: toks}
+	p := &opParser{code: code, toks: toks, stmt: stmt}
 	var b strings.Builder
 	at, changed := 0, false
 	// An expression right after another, with no keyword or comma between,
@@ -278,6 +285,7 @@ type opParser struct {
 	toks   []opTok
 	pos    int
 	failed bool
+	stmt   bool // code is a statement's, keyword first
 }
 
 func (p *opParser) str(n opNode) string {
@@ -290,7 +298,7 @@ func (p *opParser) str(n opNode) string {
 // is reports whether the token at pos+ahead is s.
 func (p *opParser) is(ahead int, s string) bool {
 	i := p.pos + ahead
-	return i < len(p.toks) && p.code[p.toks[i].from:p.toks[i].to] == s
+	return i >= 0 && i < len(p.toks) && p.code[p.toks[i].from:p.toks[i].to] == s
 }
 
 func (p *opParser) kindIs(k byte) bool { return p.pos < len(p.toks) && p.toks[p.pos].kind == k }
@@ -362,13 +370,21 @@ func (p *opParser) word() bool {
 	return p.kindIs('a') && statementWords[p.code[p.toks[p.pos].from:p.toks[p.pos].to]]
 }
 
-// startsExpr reports whether the next token can begin an expression.
+// startsExpr reports whether the next token can begin an expression. A
+// keyword where jinja2 reads an operand, first in an expression's code
+// or after the if, elif or in that a statement's expression follows, is
+// a variable name to it ({% if if+A %} adds A to the variable if), as it
+// is to the engine; read as a keyword, the + became the sign of a new
+// operand and the rewritten tag did not parse.
 func (p *opParser) startsExpr() bool {
 	if p.is(0, "not") {
 		return true
 	}
 	if p.kindIs('s') || p.kindIs('n') || (p.kindIs('a') && !p.word()) {
 		return true
+	}
+	if p.kindIs('a') && !p.is(0, "not") {
+		return (p.pos == 0 && !p.stmt) || p.is(-1, "if") || p.is(-1, "elif") || p.is(-1, "in")
 	}
 	return p.is(0, "(") || p.is(0, "[") || p.is(0, "{") || p.is(0, "-") || p.is(0, "+")
 }
@@ -726,8 +742,8 @@ func (p *opParser) atom() opNode {
 	case p.kindIs('n'):
 		p.pos++
 		return opNode{from: from, to: p.end(), text: engineNumber(p.code[from:p.end()])}
-	case p.kindIs('s') || (p.kindIs('a') && !p.word()):
-		p.pos++
+	case p.kindIs('s') || (p.kindIs('a') && !p.is(0, "not")):
+		p.pos++ // a keyword here is a name to jinja2 (startsExpr)
 	case p.is(0, "("):
 		p.pos++
 		if p.is(0, ")") {

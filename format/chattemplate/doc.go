@@ -15,7 +15,10 @@
 // str.strip() strips (U+001C..U+001F as well), and so are the str methods
 // templates cut messages with (split, rsplit, strip, lstrip, rstrip,
 // startswith, endswith: strmethods.go; find, rfind, index, rindex, count,
-// title, capitalize: strsearch.go), by Python's versions, and the title
+// title, capitalize: strsearch.go), by Python's versions, as are join,
+// splitlines, removeprefix, removesuffix, zfill, ljust, rjust, center
+// and the isdigit, isalpha, isspace, isalnum, isupper and islower tests,
+// which the engine has not (strextra.go), and the title
 // filter by jinja2's; the center filter and the escaped, filter and test
 // tests, which the engine has not, are ours (rarenames.go). {{ }} and the
 // string filter print a value as Python's str() does (pystr.go: floats,

@@ -2,6 +2,7 @@ package chattemplate
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -702,7 +703,8 @@ func renameFilters(code string) string {
 		!strings.Contains(code, "reject") && !strings.Contains(code, "list") && !strings.Contains(code, "round") && !strings.Contains(code, "int") && !strings.Contains(code, "format") && !strings.Contains(code, "dictsort") && !strings.Contains(code, "map") &&
 		!strings.Contains(code, "append") && !strings.Contains(code, "insert") && !strings.Contains(code, "update") &&
 		!strings.Contains(code, "find") && !strings.Contains(code, "index") && !strings.Contains(code, "count") &&
-		!strings.Contains(code, "title") && !strings.Contains(code, "capitalize") && !strings.Contains(code, "center") {
+		!strings.Contains(code, "title") && !strings.Contains(code, "capitalize") && !strings.Contains(code, "center") &&
+		!slices.ContainsFunc(strExtraNames(), func(name string) bool { return strings.Contains(code, name) }) {
 		return code
 	}
 	var b strings.Builder

@@ -3,6 +3,7 @@ package chattemplate
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -25,18 +26,13 @@ const strMethodPrefix = "__hone_str_"
 
 // strMethodNames are the str methods replaced by ours.
 func strMethodNames() []string {
-	return []string{"split", "rsplit", "strip", "lstrip", "rstrip", "startswith", "endswith",
-		"find", "rfind", "index", "rindex", "count", "title", "capitalize"}
+	return append([]string{"split", "rsplit", "strip", "lstrip", "rstrip", "startswith", "endswith",
+		"find", "rfind", "index", "rindex", "count", "title", "capitalize"}, strExtraNames()...)
 }
 
 // isStrMethod reports whether name is one of strMethodNames.
 func isStrMethod(name string) bool {
-	switch name {
-	case "split", "rsplit", "strip", "lstrip", "rstrip", "startswith", "endswith",
-		"find", "rfind", "index", "rindex", "count", "title", "capitalize":
-		return true
-	}
-	return false
+	return slices.Contains(strMethodNames(), name)
 }
 
 // strMethodCallables are our str methods as template variables.
@@ -77,8 +73,11 @@ func strMethod(name string) func([]jinja.Value, map[string]jinja.Value) (jinja.V
 			return jinja.NewString(pyTitle(s)), nil
 		case "capitalize":
 			return jinja.NewString(pyCapitalize(s)), nil
-		default:
+		case "startswith", "endswith":
 			return pyAffix(s, rest, kwargs, name)
+		default:
+			v, _, err := strExtra(s, rest, kwargs, name)
+			return v, err
 		}
 	}
 }

@@ -77,18 +77,9 @@ func TestResumeWithTrainedObjectWarnsWithoutQuery(t *testing.T) {
 	writeGroups(t, md, b, 4, 3, squares)
 	o.Resume = true
 	o.Inputs = baseOptions(md, out, "r", a, b).Inputs
-	log.Reset()
-	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
-		t.Fatalf("round 2: %v\n%s", err, log.String())
-	}
-	var warn string
-	for _, line := range strings.Split(log.String(), "\n") {
-		if strings.Contains(line, "level=WARN") && strings.Contains(line, "trained again") {
-			warn = line
-		}
-	}
+	warn, text := runLastWarn(t, o, "round 2", "trained again")
 	if !strings.Contains(warn, "s3://bkt/in/a.parquet (trained in session 0") || strings.Contains(warn, "endpoint=") {
-		t.Errorf("round 2 (a again, and b) warned %q; want a warning naming s3://bkt/in/a.parquet without its query\n%s", warn, log.String())
+		t.Errorf("round 2 (a again, and b) warned %q; want a warning naming s3://bkt/in/a.parquet without its query\n%s", warn, text)
 	}
 }
 
@@ -116,18 +107,9 @@ func TestWatchRollbackWarnsOfConsumedObjectWithoutQuery(t *testing.T) {
 	if err := runfolder.WritePointer(filepath.Join(dir, "cron"), runfolder.LatestName, 1); err != nil {
 		t.Fatal(err)
 	}
-	log.Reset()
-	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
-		t.Fatalf("the call after latest moved back: %v\n%s", err, log.String())
-	}
-	var warn string
-	for _, line := range strings.Split(log.String(), "\n") {
-		if strings.Contains(line, "level=WARN") && strings.Contains(line, "stay consumed") {
-			warn = line
-		}
-	}
+	warn, text := runLastWarn(t, o, "the call after latest moved back", "stay consumed")
 	if !strings.Contains(warn, "s3://bkt/incoming/round1.parquet (sha256 ") || strings.Contains(warn, "endpoint=") {
-		t.Errorf("the call after latest moved back warned %q; want a warning naming s3://bkt/incoming/round1.parquet without its query\n%s", warn, log.String())
+		t.Errorf("the call after latest moved back warned %q; want a warning naming s3://bkt/incoming/round1.parquet without its query\n%s", warn, text)
 	}
 }
 
@@ -182,18 +164,9 @@ func TestWatchHeldOutObjectsWarnWithoutQuery(t *testing.T) {
 	}
 	o := baseOptions(md, filepath.Join(dir, "adapters"), "w")
 	o.WatchDir = "s3://bkt/in/" + s.query
-	var log bytes.Buffer
-	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
-		t.Fatalf("%v\n%s", err, log.String())
-	}
-	var warn string
-	for _, line := range strings.Split(log.String(), "\n") {
-		if strings.Contains(line, "level=WARN") && strings.Contains(line, "recorded as consumed") {
-			warn = line
-		}
-	}
+	warn, text := runLastWarn(t, o, "the call on held-out rows", "recorded as consumed")
 	if !strings.Contains(warn, "s3://bkt/in/eval.parquet") || strings.Contains(warn, "endpoint=") {
-		t.Errorf("a watched folder of held-out rows warned %q; want a warning naming s3://bkt/in/eval.parquet without its query\n%s", warn, log.String())
+		t.Errorf("a watched folder of held-out rows warned %q; want a warning naming s3://bkt/in/eval.parquet without its query\n%s", warn, text)
 	}
 }
 
@@ -223,4 +196,22 @@ func TestWatchLogNamesObjectsWithoutQuery(t *testing.T) {
 	if !strings.Contains(log.String(), "s3://bkt/in/gone.parquet") || !strings.Contains(log.String(), "nothing new") || strings.Contains(log.String(), "endpoint=") {
 		t.Errorf("a call on a folder whose one object went before it was read logged:\n%s\nwant s3://bkt/in/gone.parquet named and \"nothing new\", without the bucket query", log.String())
 	}
+}
+
+// runLastWarn runs o with a fresh text log, failing the test with what and
+// the log on an error, and returns the last WARN line that mentions about
+// (empty when none does) with the whole log, for the tests that check what
+// one warning names.
+func runLastWarn(t *testing.T, o Options, what, about string) (warn, log string) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := runWith(context.Background(), backend(t), o, textLog(&buf)); err != nil {
+		t.Fatalf("%s: %v\n%s", what, err, buf.String())
+	}
+	for _, line := range strings.Split(buf.String(), "\n") {
+		if strings.Contains(line, "level=WARN") && strings.Contains(line, about) {
+			warn = line
+		}
+	}
+	return warn, buf.String()
 }

@@ -152,18 +152,9 @@ func TestResumeWithTrainedFilesWarns(t *testing.T) {
 		t.Errorf("a session of new files warned:\n%s", log.String())
 	}
 	o.Inputs = baseOptions(md, out, "r", a, c).Inputs
-	log.Reset()
-	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
-		t.Fatalf("round 3: %v\n%s", err, log.String())
-	}
-	var warn string
-	for _, line := range strings.Split(log.String(), "\n") {
-		if strings.Contains(line, "level=WARN") && strings.Contains(line, "trained again") {
-			warn = line
-		}
-	}
+	warn, text := runLastWarn(t, o, "round 3", "trained again")
 	if !strings.Contains(warn, a+" (trained in session 0 (steps 1-1))") || strings.Contains(warn, c) || !strings.Contains(warn, "--watch-dir") {
-		t.Errorf("round 3 (a again, and c) warned %q; want a warning naming a and its session, not c, and pointing to --watch-dir\n%s", warn, log.String())
+		t.Errorf("round 3 (a again, and c) warned %q; want a warning naming a and its session, not c, and pointing to --watch-dir\n%s", warn, text)
 	}
 }
 

@@ -30,28 +30,8 @@ func TestCosineWarmupPastHorizonWarns(t *testing.T) {
 		{[]string{"--steps", "3", "--warmup-steps", "2"}, []string{"--warmup-steps 2", "3 steps"}},
 		{[]string{"--steps", "3", "--warmup-steps", "1"}, nil},
 	} {
-		args := append([]string{"grpo", "--model", md, "--run", "r" + string(rune('a'+i)), "--out", filepath.Join(dir, "adapters"),
-			"--rank", "2", "--threads", "1", "--groups-per-step", "1", "--lr-schedule", "cosine"}, tc.extra...)
-		code, text := runMain(t, append(args, in)...)
-		if code != 0 {
-			t.Fatalf("%v: exit %d\n%s", tc.extra, code, text)
-		}
-		w := warnLines(text, "never decays")
-		if tc.want == nil {
-			if len(w) != 0 {
-				t.Errorf("%v: warned %q, want no warning", tc.extra, w)
-			}
-			continue
-		}
-		if len(w) != 1 {
-			t.Errorf("%v: warnings %q, want one that the learning rate never decays\n%s", tc.extra, w, text)
-			continue
-		}
-		for _, s := range tc.want {
-			if !strings.Contains(w[0], s) {
-				t.Errorf("%v: warning %q does not say %q", tc.extra, w[0], s)
-			}
-		}
+		text := runCosine(t, md, dir, in, i, tc.extra)
+		checkOneWarning(t, tc.extra, warnLines(text, "never decays"), tc.want, "the learning rate never decays", text)
 	}
 }
 
@@ -77,28 +57,8 @@ func TestCosinePastScheduleStepsWarns(t *testing.T) {
 		{[]string{"--steps", "3"}, nil},
 		{[]string{"--steps", "3", "--norm", "art"}, nil},
 	} {
-		args := append([]string{"grpo", "--model", md, "--run", "r" + string(rune('a'+i)), "--out", filepath.Join(dir, "adapters"),
-			"--rank", "2", "--threads", "1", "--groups-per-step", "1", "--lr-schedule", "cosine"}, tc.extra...)
-		code, text := runMain(t, append(args, in)...)
-		if code != 0 {
-			t.Fatalf("%v: exit %d\n%s", tc.extra, code, text)
-		}
-		w := warnLines(text, "horizon")
-		if tc.want == nil {
-			if len(w) != 0 {
-				t.Errorf("%v: warned %q, want no warning", tc.extra, w)
-			}
-			continue
-		}
-		if len(w) != 1 {
-			t.Errorf("%v: warnings %q, want one that the run is past the horizon\n%s", tc.extra, w, text)
-			continue
-		}
-		for _, s := range tc.want {
-			if !strings.Contains(w[0], s) {
-				t.Errorf("%v: warning %q does not say %q", tc.extra, w[0], s)
-			}
-		}
+		text := runCosine(t, md, dir, in, i, tc.extra)
+		checkOneWarning(t, tc.extra, warnLines(text, "horizon"), tc.want, "the run is past the horizon", text)
 	}
 }
 
@@ -121,18 +81,49 @@ func TestCosinePastHorizonWarnsOnlyAtMinLR(t *testing.T) {
 		{[]string{"--steps", "4", "--warmup-steps", "2", "--schedule-steps", "2"}, false},
 		{[]string{"--steps", "4", "--warmup-steps", "1", "--schedule-steps", "2"}, true},
 	} {
-		args := append([]string{"grpo", "--model", md, "--run", "r" + string(rune('a'+i)), "--out", filepath.Join(dir, "adapters"),
-			"--rank", "2", "--threads", "1", "--groups-per-step", "1", "--lr-schedule", "cosine"}, tc.extra...)
-		code, text := runMain(t, append(args, in)...)
-		if code != 0 {
-			t.Fatalf("%v: exit %d\n%s", tc.extra, code, text)
-		}
+		text := runCosine(t, md, dir, in, i, tc.extra)
 		want := 0
 		if tc.warns {
 			want = 1
 		}
 		if w := warnLines(text, "past the horizon"); len(w) != want {
 			t.Errorf("%v: past-horizon warnings %q, want %d", tc.extra, w, want)
+		}
+	}
+}
+
+// runCosine runs hone-train grpo as a process with --lr-schedule cosine,
+// the flags extra and run folder number i of the table, on in, and
+// returns its output, failing the test on a non-zero exit.
+func runCosine(t *testing.T, md, dir, in string, i int, extra []string) string {
+	t.Helper()
+	args := append([]string{"grpo", "--model", md, "--run", "r" + string(rune('a'+i)), "--out", filepath.Join(dir, "adapters"),
+		"--rank", "2", "--threads", "1", "--groups-per-step", "1", "--lr-schedule", "cosine"}, extra...)
+	code, text := runMain(t, append(args, in)...)
+	if code != 0 {
+		t.Fatalf("%v: exit %d\n%s", extra, code, text)
+	}
+	return text
+}
+
+// checkOneWarning checks the warnings w of the call with the flags extra:
+// none when want is nil, else one that says each of want (about says what
+// that one warning is about, for the message).
+func checkOneWarning(t *testing.T, extra, w, want []string, about, text string) {
+	t.Helper()
+	if want == nil {
+		if len(w) != 0 {
+			t.Errorf("%v: warned %q, want no warning", extra, w)
+		}
+		return
+	}
+	if len(w) != 1 {
+		t.Errorf("%v: warnings %q, want one that %s\n%s", extra, w, about, text)
+		return
+	}
+	for _, s := range want {
+		if !strings.Contains(w[0], s) {
+			t.Errorf("%v: warning %q does not say %q", extra, w[0], s)
 		}
 	}
 }

@@ -83,14 +83,7 @@ echo $$ > pid.tmp && mv pid.tmp pid
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep, err := e.NewEpisode(ctx, env.Scenario{ID: "s"}, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ep.Close()
-	if _, err := ep.Reset(ctx); err != nil {
-		t.Fatal(err)
-	}
+	ep := resetEpisode(t, ctx, e)
 	var pid int
 	waitfor.Until(t, 10*time.Second, "the program to exit", func() bool {
 		pid = envtest.ReadPID(filepath.Join(dir, "pid"))

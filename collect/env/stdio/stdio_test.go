@@ -291,18 +291,7 @@ for line in sys.stdin:
         print(json.dumps({'messages':[{'role':'user','content':'go'}]}), flush=True)
     # a step gets no answer within the deadline: the program is busy
 `)
-	ctx := context.Background()
-	ep, err := e.NewEpisode(ctx, env.Scenario{ID: "s"}, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ep.Close()
-	if _, err := ep.Reset(ctx); err != nil {
-		t.Fatal(err)
-	}
-	c, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-	defer cancel()
-	_, err = ep.Step(c, env.Turn{Message: env.Assistant("hi")})
+	err := stepPastDeadline(t, e, 200*time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "context deadline exceeded") || strings.Contains(err.Error(), "flush") {
 		t.Fatalf("step past its deadline after a flushed reset: %v; want the deadline, without the hint to flush (its responses came)", err)
 	}
@@ -548,4 +537,30 @@ for line in sys.stdin:
 	if err != nil || res.Outcome.Reward != 1 {
 		t.Fatalf("err %v, outcome %+v", err, res.Outcome)
 	}
+}
+
+// resetEpisode opens an episode of e, closed when the test ends, and
+// resets it, failing the test on an error of either.
+func resetEpisode(t *testing.T, ctx context.Context, e *stdio.Env) env.Episode {
+	t.Helper()
+	ep, err := e.NewEpisode(ctx, env.Scenario{ID: "s"}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ep.Close() })
+	if _, err := ep.Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return ep
+}
+
+// stepPastDeadline resets an episode of e and returns the error of a step
+// given d to answer, for the programs that take longer.
+func stepPastDeadline(t *testing.T, e *stdio.Env, d time.Duration) error {
+	t.Helper()
+	ep := resetEpisode(t, context.Background(), e)
+	c, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	_, err := ep.Step(c, env.Turn{Message: env.Assistant("hi")})
+	return err
 }

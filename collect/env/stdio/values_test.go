@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hone-rl/hone/collect/env"
 	"github.com/hone-rl/hone/collect/env/stdio"
 )
 
@@ -164,18 +163,7 @@ for line in sys.stdin:
         sys.stderr.flush()
         time.sleep(60)
 `)
-	ctx := context.Background()
-	ep, err := e.NewEpisode(ctx, env.Scenario{ID: "s"}, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ep.Close()
-	if _, err := ep.Reset(ctx); err != nil {
-		t.Fatal(err)
-	}
-	c, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-	defer cancel()
-	_, err = ep.Step(c, env.Turn{Message: env.Assistant("hi")})
+	err := stepPastDeadline(t, e, 500*time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "context deadline exceeded") || !strings.Contains(err.Error(), "stderr: connecting to the grader at localhost:9999") {
 		t.Fatalf("step past its deadline: %v; want the deadline and the program's stderr", err)
 	}

@@ -57,19 +57,7 @@ func checkPromptLogprobs(t *testing.T, ts *testServer, got []map[string]wireProm
 // and so is k over 20 or below -1.
 func TestPromptLogprobs(t *testing.T) {
 	ts := startServer(t, Options{Model: tinyDir(t)}, nil)
-	var echo struct {
-		Choices []struct {
-			Logprobs struct {
-				TokenLogprobs []*float64 `json:"token_logprobs"`
-			} `json:"logprobs"`
-			PromptTokenIDs []int32 `json:"prompt_token_ids"`
-		}
-	}
-	status, out := ts.post(t, "/v1/completions", `{"model":"tiny","prompt":"hello","max_tokens":0,"echo":true,"logprobs":0,"return_token_ids":true}`)
-	if status != http.StatusOK || json.Unmarshal([]byte(out), &echo) != nil {
-		t.Fatalf("echo: %d %s", status, out)
-	}
-	want, prompt := echo.Choices[0].Logprobs.TokenLogprobs, echo.Choices[0].PromptTokenIDs
+	want, prompt := echoPrompt(t, ts, "hello")
 	var cmpl struct {
 		Choices []struct {
 			PromptLogprobs []map[string]wirePromptLogprob `json:"prompt_logprobs"`
@@ -122,4 +110,28 @@ func TestPromptLogprobs(t *testing.T) {
 			t.Errorf("%s: %d %s, want 400 naming %s", c.body, status, out, c.param)
 		}
 	}
+}
+
+// echoPrompt scores prompt by an echo completion (max_tokens 0) and
+// returns its tokens' logprobs and ids: the values prompt_logprobs must
+// give, from the one scoring path.
+func echoPrompt(t *testing.T, ts *testServer, prompt string) ([]*float64, []int32) {
+	t.Helper()
+	var echo struct {
+		Choices []struct {
+			Logprobs struct {
+				TokenLogprobs []*float64 `json:"token_logprobs"`
+			} `json:"logprobs"`
+			PromptTokenIDs []int32 `json:"prompt_token_ids"`
+		}
+	}
+	body, err := json.Marshal(map[string]any{"model": "tiny", "prompt": prompt, "max_tokens": 0, "echo": true, "logprobs": 0, "return_token_ids": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, out := ts.post(t, "/v1/completions", string(body))
+	if status != http.StatusOK || json.Unmarshal([]byte(out), &echo) != nil {
+		t.Fatalf("echo: %d %s", status, out)
+	}
+	return echo.Choices[0].Logprobs.TokenLogprobs, echo.Choices[0].PromptTokenIDs
 }

@@ -16,19 +16,7 @@ import (
 // for completions and chat.
 func TestPromptLogprobsTokensAsIDs(t *testing.T) {
 	ts := startServer(t, Options{Model: tinyDir(t)}, nil)
-	var echo struct {
-		Choices []struct {
-			Logprobs struct {
-				TokenLogprobs []*float64 `json:"token_logprobs"`
-			} `json:"logprobs"`
-			PromptTokenIDs []int32 `json:"prompt_token_ids"`
-		}
-	}
-	status, out := ts.post(t, "/v1/completions", `{"model":"tiny","prompt":"hello there","max_tokens":0,"echo":true,"logprobs":0,"return_token_ids":true}`)
-	if status != http.StatusOK || json.Unmarshal([]byte(out), &echo) != nil {
-		t.Fatalf("echo: %d %s", status, out)
-	}
-	want, prompt := echo.Choices[0].Logprobs.TokenLogprobs, echo.Choices[0].PromptTokenIDs
+	want, prompt := echoPrompt(t, ts, "hello there")
 	var cmpl struct {
 		Choices []struct {
 			PromptLogprobs []map[string]wirePromptLogprob `json:"prompt_logprobs"`
@@ -37,7 +25,7 @@ func TestPromptLogprobsTokensAsIDs(t *testing.T) {
 			} `json:"logprobs"`
 		}
 	}
-	status, out = ts.post(t, "/v1/completions", `{"model":"tiny","prompt":"hello there","max_tokens":1,"logprobs":0,"prompt_logprobs":2,"return_tokens_as_token_ids":true}`)
+	status, out := ts.post(t, "/v1/completions", `{"model":"tiny","prompt":"hello there","max_tokens":1,"logprobs":0,"prompt_logprobs":2,"return_tokens_as_token_ids":true}`)
 	if status != http.StatusOK || json.Unmarshal([]byte(out), &cmpl) != nil || len(cmpl.Choices) != 1 {
 		t.Fatalf("completions: %d %s", status, out)
 	}

@@ -213,12 +213,7 @@ func TestPullLatestNamesStepStoreLacks(t *testing.T) {
 	ctx := context.Background()
 	url := hookedS3Requests(t, "bkt", func(string, string) {})
 	store := url("adapters/r")
-	if err := fileset.WriteFile(ctx, fileset.Join(store, StepName(1), "adapter_config.json"), []byte("{}")); err != nil {
-		t.Fatal(err)
-	}
-	if err := fileset.WriteFile(ctx, fileset.Join(store, LatestName), []byte(StepName(2)+"\n")); err != nil {
-		t.Fatal(err)
-	}
+	writeLatestPastSteps(t, ctx, store)
 	_, err := Pull(ctx, store, filepath.Join(t.TempDir(), "r"), PullOptions{})
 	if err == nil {
 		t.Fatal("pull of a store whose latest names a missing step succeeded")
@@ -230,6 +225,18 @@ func TestPullLatestNamesStepStoreLacks(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "pull again") {
 		t.Errorf("error %q tells to pull again, which cannot help", err)
+	}
+}
+
+// writeLatestPastSteps writes a run folder at store that holds step 1
+// while its latest names step 2.
+func writeLatestPastSteps(t *testing.T, ctx context.Context, store string) {
+	t.Helper()
+	if err := fileset.WriteFile(ctx, fileset.Join(store, StepName(1), "adapter_config.json"), []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	if err := fileset.WriteFile(ctx, fileset.Join(store, LatestName), []byte(StepName(2)+"\n")); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -246,12 +253,7 @@ func TestPullErrorsNameStoreWithoutQuery(t *testing.T) {
 		}
 	}
 	store := url("adapters/r")
-	if err := fileset.WriteFile(ctx, fileset.Join(store, StepName(1), "adapter_config.json"), []byte("{}")); err != nil {
-		t.Fatal(err)
-	}
-	if err := fileset.WriteFile(ctx, fileset.Join(store, LatestName), []byte(StepName(2)+"\n")); err != nil {
-		t.Fatal(err)
-	}
+	writeLatestPastSteps(t, ctx, store)
 	_, err := Pull(ctx, store, filepath.Join(t.TempDir(), "r"), PullOptions{})
 	check("latest names a missing step", err, "pull s3://bkt/adapters/r: its latest names "+StepName(2))
 

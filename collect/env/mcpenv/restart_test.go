@@ -54,6 +54,31 @@ func countStarts(t *testing.T, file string) int {
 	return bytes.Count(b, []byte("\n"))
 }
 
+// countingServer writes a Python MCP server, the example's with body run
+// after it is imported (body ends by calling server.main()), that adds a
+// line to the file starts each time it starts (countStarts reads them)
+// and has the number of this start in start; it returns the command that
+// runs it, and starts.
+func countingServer(t *testing.T, body string) (command []string, starts string) {
+	t.Helper()
+	py := envtest.Python(t, os.Getenv("CI") != "")
+	dir := t.TempDir()
+	example, _ := filepath.Abs("../../../pipelines/mcp-env-example")
+	script, starts := filepath.Join(dir, "wrapped.py"), filepath.Join(dir, "starts")
+	prelude := `import os, sys
+sys.path.insert(0, sys.argv[1])
+with open(sys.argv[2], "a") as f:
+    f.write("start\n")
+with open(sys.argv[2]) as f:
+    start = len(f.readlines())
+import server
+`
+	if err := os.WriteFile(script, []byte(prelude+body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return []string{py, script, example, starts}, starts
+}
+
 // TestServerRestarted: a server that dies mid-run (killed for memory)
 // fails the episode that was using it, with an error that says so and
 // quotes the server's stderr, and the next episode gets a new server.
@@ -190,24 +215,15 @@ func TestURLServerReconnected(t *testing.T) {
 // using it. The server is the Python example's, with that one answer
 // broken.
 func TestUnreadableResultKeepsServer(t *testing.T) {
-	py := envtest.Python(t, os.Getenv("CI") != "")
-	dir := t.TempDir()
-	example, _ := filepath.Abs("../../../pipelines/mcp-env-example")
-	script, starts := filepath.Join(dir, "bad.py"), filepath.Join(dir, "starts")
-	os.WriteFile(script, []byte(`import sys
-sys.path.insert(0, sys.argv[1])
-with open(sys.argv[2], "a") as f:
-    f.write("start\n")
-import server
-handle = server.handle
+	command, starts := countingServer(t, `handle = server.handle
 def bad(method, params):
     if method == "tools/call" and (params.get("arguments") or {}).get("country") == "Bad":
         return {"content": "not a list"}
     return handle(method, params)
 server.handle = bad
 server.main()
-`), 0o644)
-	e, err := mcpenv.Open(context.Background(), mcpenv.Options{Command: []string{py, script, example, starts}, Tasks: tasks})
+`)
+	e, err := mcpenv.Open(context.Background(), mcpenv.Options{Command: command, Tasks: tasks})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,18 +255,7 @@ server.main()
 // third tool from its second start on) had its new tool refused as
 // unknown and a removed one called in vain.
 func TestRestartListsToolsAgain(t *testing.T) {
-	py := envtest.Python(t, os.Getenv("CI") != "")
-	dir := t.TempDir()
-	example, _ := filepath.Abs("../../../pipelines/mcp-env-example")
-	script, starts := filepath.Join(dir, "growing.py"), filepath.Join(dir, "starts")
-	os.WriteFile(script, []byte(`import os, sys
-sys.path.insert(0, sys.argv[1])
-with open(sys.argv[2], "a") as f:
-    f.write("start\n")
-with open(sys.argv[2]) as f:
-    start = len(f.readlines())
-import server
-call = server.call_tool
+	command, starts := countingServer(t, `call = server.call_tool
 if start > 1:
     server.TOOLS.append({"name": "motto", "description": "A country's motto.",
                          "inputSchema": {"type": "object", "properties": {"country": {"type": "string"}}}})
@@ -264,8 +269,8 @@ def call_tool(name, args):
     return call(name, args)
 server.call_tool = call_tool
 server.main()
-`), 0o644)
-	e, err := mcpenv.Open(context.Background(), mcpenv.Options{Command: []string{py, script, example, starts}, Tasks: tasks})
+`)
+	e, err := mcpenv.Open(context.Background(), mcpenv.Options{Command: command, Tasks: tasks})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,6 +36,25 @@ server.call_tool = call_tool
 	return []string{py, script, example}
 }
 
+// playPeru opens the server that command starts and plays the first task
+// on it with a policy that calls capital for Peru, returning the play's
+// error; an error opening the server or its episode fails the test.
+func playPeru(t *testing.T, command []string) error {
+	t.Helper()
+	ctx := context.Background()
+	e, err := mcpenv.Open(ctx, mcpenv.Options{Command: command, Tasks: tasks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ep, err := e.NewEpisode(ctx, tasks[0], 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = env.Play(ctx, ep, calls("capital", `{"country":"Peru"}`), 4)
+	return err
+}
+
 // A stdio server that prints to stdout, where only its protocol messages
 // go, fails with the line it printed and where logs belong. Before, the
 // error was encoding/json's alone ("invalid character 'c' looking for
@@ -57,16 +76,7 @@ func TestServerPrintToStdoutQuoted(t *testing.T) {
 		t.Errorf("server with a JSON banner on stdout: %v; want the banner quoted and where logs go", err)
 	}
 
-	e, err := mcpenv.Open(ctx, mcpenv.Options{Command: printingServer(t, "", true), Tasks: tasks})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	ep, err := e.NewEpisode(ctx, tasks[0], 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = env.Play(ctx, ep, calls("capital", `{"country":"Peru"}`), 4)
+	err = playPeru(t, printingServer(t, "", true))
 	t.Log(err)
 	if err == nil || !strings.Contains(err.Error(), `"calling capital with {'country': 'Peru'}"`) || !strings.Contains(err.Error(), "write logs to stderr") {
 		t.Errorf("server printing in a tool call: %v; want the line quoted and where logs go", err)
@@ -77,18 +87,8 @@ func TestServerPrintToStdoutQuoted(t *testing.T) {
 // session: the error says which limit and how large, which the SDK's
 // "exceeded the configured maximum line length" did not.
 func TestServerResultOverLimitSaid(t *testing.T) {
-	ctx := context.Background()
-	e, err := mcpenv.Open(ctx, mcpenv.Options{Command: printingServer(t, `import server
-server.call_tool = lambda name, args: ("x" * (17 << 20), False)`, false), Tasks: tasks})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	ep, err := e.NewEpisode(ctx, tasks[0], 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = env.Play(ctx, ep, calls("capital", `{"country":"Peru"}`), 4)
+	err := playPeru(t, printingServer(t, `import server
+server.call_tool = lambda name, args: ("x" * (17 << 20), False)`, false))
 	t.Log(err)
 	if err == nil || !strings.Contains(err.Error(), "16 MiB") || !strings.Contains(err.Error(), "capital") {
 		t.Errorf("a tool result of 17 MiB: %v; want the 16 MiB limit named", err)

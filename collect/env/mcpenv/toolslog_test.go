@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/hone-rl/hone/collect/env"
-	"github.com/hone-rl/hone/collect/env/envtest"
 	"github.com/hone-rl/hone/collect/env/mcpenv"
 )
 
@@ -21,18 +18,7 @@ import (
 // changes what the run's rows mean, and that was said nowhere. A restart
 // with the same tools logs the restart only.
 func TestRestartLogsChangedTools(t *testing.T) {
-	py := envtest.Python(t, os.Getenv("CI") != "")
-	dir := t.TempDir()
-	example, _ := filepath.Abs("../../../pipelines/mcp-env-example")
-	script, starts := filepath.Join(dir, "changing.py"), filepath.Join(dir, "starts")
-	os.WriteFile(script, []byte(`import os, sys
-sys.path.insert(0, sys.argv[1])
-with open(sys.argv[2], "a") as f:
-    f.write("start\n")
-with open(sys.argv[2]) as f:
-    start = len(f.readlines())
-import server
-if start == 2:
+	command, _ := countingServer(t, `if start == 2:
     server.TOOLS[1:] = [{"name": "motto", "description": "A country's motto.",
                          "inputSchema": {"type": "object", "properties": {"country": {"type": "string"}}}}]
 call = server.call_tool
@@ -42,9 +28,9 @@ def call_tool(name, args):
     return call(name, args)
 server.call_tool = call_tool
 server.main()
-`), 0o644)
+`)
 	var log bytes.Buffer
-	e, err := mcpenv.Open(context.Background(), mcpenv.Options{Command: []string{py, script, example, starts}, Tasks: tasks})
+	e, err := mcpenv.Open(context.Background(), mcpenv.Options{Command: command, Tasks: tasks})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hone-rl/hone/format/tokenizer"
+	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/ref"
 	"github.com/hone-rl/hone/train/model"
 )
@@ -22,8 +23,15 @@ import (
 // bit-equal.
 func tiny(t testing.TB) (*model.Model, *tokenizer.Tokenizer) {
 	t.Helper()
+	return tinyOn(t, ref.New())
+}
+
+// tinyOn loads the tiny model folder on be (a backend that wraps the
+// reference one to hang or count its calls).
+func tinyOn(t testing.TB, be kernels.Backend) (*model.Model, *tokenizer.Tokenizer) {
+	t.Helper()
 	dir := filepath.Join("..", "testdata", "tiny")
-	m, err := model.Load(dir, ref.New())
+	m, err := model.Load(dir, be)
 	if err != nil {
 		t.Fatal(err)
 	}

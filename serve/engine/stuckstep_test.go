@@ -8,11 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hone-rl/hone/format/tokenizer"
 	"github.com/hone-rl/hone/internal/waitfor"
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/ref"
-	"github.com/hone-rl/hone/train/model"
 )
 
 // hangingBackend blocks every LinearForward once armed, until release is
@@ -41,14 +39,7 @@ func (g *hangingBackend) LinearForward(out, inp, weight, bias []float32, N, C, O
 // engine's loop for ever, and so did the server's process.
 func TestShutdownStuckStep(t *testing.T) {
 	be := &hangingBackend{Backend: ref.New(), release: make(chan struct{})}
-	m, err := model.Load("../testdata/tiny", be)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := tokenizer.Load("../testdata/tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, tok := tinyOn(t, be)
 	// Released at the end so that the loop's goroutine ends with the test.
 	t.Cleanup(func() { close(be.release) })
 	e := New(m, Config{MaxBatch: 1, Tokenizer: tok, StopGrace: 100 * time.Millisecond})
@@ -116,14 +107,7 @@ func (g *wedgedBackend) free() {
 // ended.
 func TestStuckStepReturnsLateTouchesNothing(t *testing.T) {
 	be := &wedgedBackend{hangingBackend: &hangingBackend{Backend: ref.New(), release: make(chan struct{})}, unwedge: make(chan struct{})}
-	m, err := model.Load("../testdata/tiny", be)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := tokenizer.Load("../testdata/tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, tok := tinyOn(t, be)
 	t.Cleanup(func() { close(be.unwedge) })
 	e := New(m, Config{MaxBatch: 1, Tokenizer: tok, StopGrace: 50 * time.Millisecond})
 	be.armed.Store(true)

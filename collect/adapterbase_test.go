@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hone-rl/hone/collect"
+	"github.com/hone-rl/hone/format/trajectory"
 )
 
 // TestRunBaseModelAdapterIsServedName pins what trajectory.Trajectory's
@@ -17,11 +18,23 @@ import (
 // "<run>@<N>" step out of it), so "" is not a sign of the base model.
 func TestRunBaseModelAdapterIsServedName(t *testing.T) {
 	upstream := startTinyServe(t)
+	tr := guessEpisode(t, upstream, 1, 4)
+	if tr.Model != "tiny" || tr.Adapter != "tiny" || tr.Step != 0 {
+		t.Errorf("base model's episode: model %q, adapter %q, step %d; want model and adapter tiny (the served name), step 0", tr.Model, tr.Adapter, tr.Step)
+	}
+}
+
+// guessEpisode runs one guess episode of up to maxTurns turns, answered
+// through the model policy by the server at base (temperature 1, up to
+// maxTokens a turn), and returns its one trajectory, failing the test when
+// there is not exactly one or it errored.
+func guessEpisode(t *testing.T, base string, maxTurns, maxTokens int) trajectory.Trajectory {
+	t.Helper()
 	var out bytes.Buffer
 	temp := 1.0
 	o := collect.Options{
-		Env: "guess", Groups: 1, GroupSize: 1, Concurrency: 1, MaxTurns: 1, Seed: 3, Run: "r", Policy: "model", Out: &out,
-		Model: collect.ModelOptions{BaseURL: upstream + "/v1", Model: "tiny", Temperature: &temp, MaxTokens: 4, Backoff: time.Millisecond},
+		Env: "guess", Groups: 1, GroupSize: 1, Concurrency: 1, MaxTurns: maxTurns, Seed: 3, Run: "r", Policy: "model", Out: &out,
+		Model: collect.ModelOptions{BaseURL: base + "/v1", Model: "tiny", Temperature: &temp, MaxTokens: maxTokens, Backoff: time.Millisecond},
 	}
 	if _, err := runStats(context.Background(), o); err != nil {
 		t.Fatal(err)
@@ -34,7 +47,5 @@ func TestRunBaseModelAdapterIsServedName(t *testing.T) {
 	if tr.Error != "" {
 		t.Fatalf("episode error %q", tr.Error)
 	}
-	if tr.Model != "tiny" || tr.Adapter != "tiny" || tr.Step != 0 {
-		t.Errorf("base model's episode: model %q, adapter %q, step %d; want model and adapter tiny (the served name), step 0", tr.Model, tr.Adapter, tr.Step)
-	}
+	return tr
 }

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/hone-rl/hone/collect"
 	"github.com/hone-rl/hone/collect/openaitest"
@@ -120,23 +119,7 @@ func TestRunTokenIDsFromLogprobTokens(t *testing.T) {
 			old := &oldServer{upstream: upstream, textTokens: textTokens}
 			srv := httptest.NewServer(old)
 			defer srv.Close()
-			var out bytes.Buffer
-			temp := 1.0
-			o := collect.Options{
-				Env: "guess", Groups: 1, GroupSize: 1, Concurrency: 1, MaxTurns: 2, Seed: 3, Run: "r", Policy: "model", Out: &out,
-				Model: collect.ModelOptions{BaseURL: srv.URL + "/v1", Model: "tiny", Temperature: &temp, MaxTokens: 6, Backoff: time.Millisecond},
-			}
-			if _, err := runStats(context.Background(), o); err != nil {
-				t.Fatal(err)
-			}
-			gs := readGroups(t, out.Bytes())
-			if len(gs) != 1 || len(gs[0].Trajectories) != 1 {
-				t.Fatalf("%d groups, want 1 of 1 trajectory", len(gs))
-			}
-			tr := gs[0].Trajectories[0]
-			if tr.Error != "" {
-				t.Fatalf("episode error %q", tr.Error)
-			}
+			tr := guessEpisode(t, srv.URL, 2, 6)
 			var got [][]int32
 			for _, m := range tr.Messages {
 				if m.Role != "assistant" {

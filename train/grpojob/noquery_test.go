@@ -22,9 +22,7 @@ import (
 // that opens its bucket (endpoint=…&use_path_style=…), which said nothing
 // of which input was empty and put the store's address in the message.
 func TestNoGroupsNamesObjectWithoutQuery(t *testing.T) {
-	dir := t.TempDir()
-	md := tinyModel(t, dir)
-	s := startObjectGets(t, "bkt")
+	dir, md, s := objectFixture(t)
 	name := "s3://bkt/in/round1.parquet" + s.query
 	writeGroups(t, md, name, 0, 3, varied)
 	err := runWith(context.Background(), backend(t), baseOptions(md, filepath.Join(dir, "adapters"), "r", name), nil)
@@ -39,9 +37,7 @@ func TestNoGroupsNamesObjectWithoutQuery(t *testing.T) {
 // (endpoint=…&use_path_style=…), which put the store's address in the
 // message for every row listed.
 func TestInfiniteRewardNamesObjectRowWithoutQuery(t *testing.T) {
-	dir := t.TempDir()
-	md := tinyModel(t, dir)
-	s := startObjectGets(t, "bkt")
+	dir, md, s := objectFixture(t)
 	name := "s3://bkt/in/round1.parquet" + s.query
 	writeGroups(t, md, name, 2, 3, func(g, i int) float64 {
 		if g == 1 && i == 2 {
@@ -60,9 +56,7 @@ func TestInfiniteRewardNamesObjectRowWithoutQuery(t *testing.T) {
 // the user does, without the query that opens its bucket
 // (endpoint=…&use_path_style=…); the manifest keeps the name as given.
 func TestResumeWithTrainedObjectWarnsWithoutQuery(t *testing.T) {
-	dir := t.TempDir()
-	md := tinyModel(t, dir)
-	s := startObjectGets(t, "bkt")
+	dir, md, s := objectFixture(t)
 	a := "s3://bkt/in/a.parquet" + s.query
 	writeGroups(t, md, a, 2, 3, varied)
 	out := filepath.Join(dir, "adapters")
@@ -88,9 +82,7 @@ func TestResumeWithTrainedObjectWarnsWithoutQuery(t *testing.T) {
 // folder as the user does, without the query that opens its bucket
 // (endpoint=…&use_path_style=…).
 func TestWatchRollbackWarnsOfConsumedObjectWithoutQuery(t *testing.T) {
-	dir := t.TempDir()
-	md := tinyModel(t, dir)
-	s := startObjectGets(t, "bkt")
+	dir, md, s := objectFixture(t)
 	local := filepath.Join(dir, "round1.parquet")
 	writeGroups(t, md, local, 2, 3, varied)
 	b, err := os.ReadFile(local)
@@ -118,9 +110,7 @@ func TestWatchRollbackWarnsOfConsumedObjectWithoutQuery(t *testing.T) {
 // the watched folder as the user does, without the query that opens their
 // bucket (endpoint=…&use_path_style=…), which the message printed twice.
 func TestWatchPendingObjectChangedNamesItWithoutQuery(t *testing.T) {
-	dir := t.TempDir()
-	md := tinyModel(t, dir)
-	s := startObjectGets(t, "bkt")
+	dir, md, s := objectFixture(t)
 	name := "s3://bkt/incoming/round1.parquet" + s.query
 	writeGroups(t, md, name, 2, 3, varied)
 	o := baseOptions(md, dir, "cron")
@@ -145,9 +135,7 @@ func TestWatchPendingObjectChangedNamesItWithoutQuery(t *testing.T) {
 // each object as the user does, without the query that opens its bucket
 // (endpoint=…&use_path_style=…), which it printed for every file listed.
 func TestWatchHeldOutObjectsWarnWithoutQuery(t *testing.T) {
-	dir := t.TempDir()
-	md := tinyModel(t, dir)
-	s := startObjectGets(t, "bkt")
+	dir, md, s := objectFixture(t)
 	local := filepath.Join(dir, "eval.parquet")
 	writeGroups(t, md, local, 2, 3, varied)
 	gs, err := trajectory.ReadFile(context.Background(), local)
@@ -176,9 +164,7 @@ func TestWatchHeldOutObjectsWarnWithoutQuery(t *testing.T) {
 // the note on an object deleted between the listing and its read, and
 // the "nothing new" line of every call that finds nothing, printed it.
 func TestWatchLogNamesObjectsWithoutQuery(t *testing.T) {
-	dir := t.TempDir()
-	md := tinyModel(t, dir)
-	s := startObjectGets(t, "bkt")
+	dir, md, s := objectFixture(t)
 	s.put(t, "bkt", "in/gone.parquet", []byte("PAR1"))
 	s.mu.Lock()
 	s.before = func(r *http.Request) {
@@ -214,4 +200,13 @@ func runLastWarn(t *testing.T, o Options, what, about string) (warn, log string)
 		}
 	}
 	return warn, buf.String()
+}
+
+// objectFixture makes a test folder with the tiny model in it and starts
+// the fake object store with bucket bkt, for the tests of how objects are
+// named.
+func objectFixture(t *testing.T) (dir, md string, s *objectGets) {
+	t.Helper()
+	dir = t.TempDir()
+	return dir, tinyModel(t, dir), startObjectGets(t, "bkt")
 }

@@ -15,9 +15,7 @@ import (
 // the end without a word. A warm-up that leaves steps to decay is not
 // warned about.
 func TestCosineWarmupPastHorizonWarns(t *testing.T) {
-	dir := t.TempDir()
-	md := scoredFixture(t, dir, filepath.Join(dir, "s"), "a")
-	in := filepath.Join(dir, "s", "a.parquet")
+	runCosine := cosineRunner(t)
 	for i, tc := range []struct {
 		extra []string
 		want  []string // in the one warning; none: no warning
@@ -30,7 +28,7 @@ func TestCosineWarmupPastHorizonWarns(t *testing.T) {
 		{[]string{"--steps", "3", "--warmup-steps", "2"}, []string{"--warmup-steps 2", "3 steps"}},
 		{[]string{"--steps", "3", "--warmup-steps", "1"}, nil},
 	} {
-		text := runCosine(t, md, dir, in, i, tc.extra)
+		text := runCosine(i, tc.extra)
 		checkOneWarning(t, tc.extra, warnLines(text, "never decays"), tc.want, "the learning rate never decays", text)
 	}
 }
@@ -44,9 +42,7 @@ func TestCosineWarmupPastHorizonWarns(t *testing.T) {
 // the horizon, --schedule-steps and --min-lr. A horizon the call does not
 // pass, or the default one, is not warned about.
 func TestCosinePastScheduleStepsWarns(t *testing.T) {
-	dir := t.TempDir()
-	md := scoredFixture(t, dir, filepath.Join(dir, "s"), "a")
-	in := filepath.Join(dir, "s", "a.parquet")
+	runCosine := cosineRunner(t)
 	for i, tc := range []struct {
 		extra []string
 		want  []string // in the one warning; none: no warning
@@ -57,7 +53,7 @@ func TestCosinePastScheduleStepsWarns(t *testing.T) {
 		{[]string{"--steps", "3"}, nil},
 		{[]string{"--steps", "3", "--norm", "art"}, nil},
 	} {
-		text := runCosine(t, md, dir, in, i, tc.extra)
+		text := runCosine(i, tc.extra)
 		checkOneWarning(t, tc.extra, warnLines(text, "horizon"), tc.want, "the run is past the horizon", text)
 	}
 }
@@ -70,9 +66,7 @@ func TestCosinePastScheduleStepsWarns(t *testing.T) {
 // not: two warnings that contradict each other. A warm-up that leaves a
 // span is still warned about past the horizon.
 func TestCosinePastHorizonWarnsOnlyAtMinLR(t *testing.T) {
-	dir := t.TempDir()
-	md := scoredFixture(t, dir, filepath.Join(dir, "s"), "a")
-	in := filepath.Join(dir, "s", "a.parquet")
+	runCosine := cosineRunner(t)
 	for i, tc := range []struct {
 		extra []string
 		warns bool
@@ -81,7 +75,7 @@ func TestCosinePastHorizonWarnsOnlyAtMinLR(t *testing.T) {
 		{[]string{"--steps", "4", "--warmup-steps", "2", "--schedule-steps", "2"}, false},
 		{[]string{"--steps", "4", "--warmup-steps", "1", "--schedule-steps", "2"}, true},
 	} {
-		text := runCosine(t, md, dir, in, i, tc.extra)
+		text := runCosine(i, tc.extra)
 		want := 0
 		if tc.warns {
 			want = 1
@@ -92,18 +86,24 @@ func TestCosinePastHorizonWarnsOnlyAtMinLR(t *testing.T) {
 	}
 }
 
-// runCosine runs hone-train grpo as a process with --lr-schedule cosine,
-// the flags extra and run folder number i of the table, on in, and
-// returns its output, failing the test on a non-zero exit.
-func runCosine(t *testing.T, md, dir, in string, i int, extra []string) string {
-	t.Helper()
-	args := append([]string{"grpo", "--model", md, "--run", "r" + string(rune('a'+i)), "--out", filepath.Join(dir, "adapters"),
-		"--rank", "2", "--threads", "1", "--groups-per-step", "1", "--lr-schedule", "cosine"}, extra...)
-	code, text := runMain(t, append(args, in)...)
-	if code != 0 {
-		t.Fatalf("%v: exit %d\n%s", extra, code, text)
+// cosineRunner makes a scored fixture and returns a func that runs
+// hone-train grpo as a process with --lr-schedule cosine and the flags
+// extra on it, in run folder number i of the test's table, and returns
+// its output, failing the test on a non-zero exit.
+func cosineRunner(t *testing.T) func(i int, extra []string) string {
+	dir := t.TempDir()
+	md := scoredFixture(t, dir, filepath.Join(dir, "s"), "a")
+	in := filepath.Join(dir, "s", "a.parquet")
+	return func(i int, extra []string) string {
+		t.Helper()
+		args := append([]string{"grpo", "--model", md, "--run", "r" + string(rune('a'+i)), "--out", filepath.Join(dir, "adapters"),
+			"--rank", "2", "--threads", "1", "--groups-per-step", "1", "--lr-schedule", "cosine"}, extra...)
+		code, text := runMain(t, append(args, in)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d\n%s", extra, code, text)
+		}
+		return text
 	}
-	return text
 }
 
 // checkOneWarning checks the warnings w of the call with the flags extra:

@@ -342,7 +342,7 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 		return err
 	}
 	if s.rendered != nil {
-		s.rendered()
+		s.rendered(r.Context())
 	}
 	keep, err := s.truncateKeep(&req.samplingFields)
 	if err != nil {

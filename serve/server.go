@@ -72,8 +72,9 @@ type Server struct {
 	// Constraint seam.
 	forceOutput func(prompt []int32, choice int) []int32
 	// rendered, when set (tests), runs after a chat request's template is
-	// rendered: a rendering that takes long, as far as the deadline sees.
-	rendered func()
+	// rendered, given the request's context: a rendering that takes long,
+	// as far as the deadline sees.
+	rendered func(context.Context)
 }
 
 // NewServer loads the model folder and adapters of o onto o.Backend.

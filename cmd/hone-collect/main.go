@@ -202,6 +202,7 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if opts.Upstream == "" {
 		opts.Upstream = os.Getenv(baseURLEnv)
+		opts.UpstreamFrom = "$" + baseURLEnv + ", the default of --upstream; your agent's variable names the proxy, not the server"
 	}
 	if opts.Upstream == "" || opts.OutDir == "" {
 		return cli.Usagef("proxy needs --upstream (or $OPENAI_BASE_URL) and --output-dir")

@@ -67,6 +67,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -99,6 +100,9 @@ type Options struct {
 	// (OpenAI's API answers it with a 400). Turns are then recorded
 	// without token ids, and training tokenizes their text.
 	NoTokenIDs bool
+	// UpstreamFrom names where Upstream came from, for the error that
+	// refuses an upstream that is the proxy itself (default "--upstream").
+	UpstreamFrom string
 
 	MaxBodyBytes     int64 // largest request body accepted, 413 beyond (0: DefaultMaxBodyBytes)
 	MaxResponseBytes int64 // most of one upstream answer held to record it (0: DefaultMaxResponseBytes)
@@ -1184,6 +1188,61 @@ func (p *Proxy) detachLocked(gid string, fields groupFields) (flush func() error
 	}, nil
 }
 
+// refuseSelf refuses an upstream that names the address the proxy listens
+// on. The agent's own OPENAI_BASE_URL, which hone-collect proxy takes as
+// its default upstream, points at the proxy: a proxy started in that shell
+// forwarded each request back to itself, each forward another connection,
+// until it ran out of file descriptors while the agent's call hung. The
+// upstream's host is resolved (localhost is 127.0.0.1 too); a listener on
+// every interface is reached by any of this machine's addresses. A host
+// that does not resolve is let through: its requests fail as 502s.
+func refuseSelf(ctx context.Context, o Options, bound net.Addr) error {
+	tcp, ok := bound.(*net.TCPAddr)
+	if !ok {
+		return nil
+	}
+	u, err := url.Parse(o.Upstream)
+	if err != nil {
+		return nil // flagval.BaseURL checked it at start
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	if port != strconv.Itoa(tcp.Port) {
+		return nil
+	}
+	ips, err := net.DefaultResolver.LookupIPAddr(ctx, u.Hostname())
+	if err != nil {
+		return nil
+	}
+	var local []net.Addr
+	if tcp.IP.IsUnspecified() {
+		local, _ = net.InterfaceAddrs() // without them, loopback alone is known to be this machine
+	}
+	for _, ip := range ips {
+		if ip.IP.Equal(tcp.IP) || tcp.IP.IsUnspecified() && (ip.IP.IsLoopback() || hasIP(local, ip.IP)) {
+			from := o.UpstreamFrom
+			if from == "" {
+				from = "--upstream"
+			}
+			return stageerr.Usagef("proxy: upstream %s (%s) is this proxy itself, listening on %s: every request would be forwarded back to it; give --upstream the server's URL (hone-serve, vLLM), e.g. --upstream http://127.0.0.1:8000/v1",
+				o.Upstream, from, bound)
+		}
+	}
+	return nil
+}
+
+// hasIP reports whether ip is one of the interface addresses addrs.
+func hasIP(addrs []net.Addr, ip net.IP) bool {
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
+			return true
+		}
+	}
+	return false
+}
+
 // Run serves until ctx ends, then waits for requests in flight (up to
 // DrainTimeout: then they are cut off, and Run returns an error wrapping
 // context.DeadlineExceeded) and for flushes. Groups never closed are not
@@ -1196,6 +1255,10 @@ func Run(ctx context.Context, o Options) error {
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
 		return fmt.Errorf("proxy: %w", err)
+	}
+	if err := refuseSelf(ctx, o, ln.Addr()); err != nil {
+		ln.Close()
+		return err
 	}
 	if o.OnListen != nil {
 		o.OnListen(ln.Addr().String())

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hone-rl/hone/internal/waitfor"
+)
+
+// TestProxyRefusesItselfAsUpstream: docs/proxy.md has the agent export
+// OPENAI_BASE_URL=http://127.0.0.1:8100/v1, and --upstream defaults to
+// that variable, so a proxy started in the same shell without --upstream
+// forwarded every request to itself, each one opening another connection
+// to itself until the process ran out of file descriptors ("accept4: too
+// many open files"), while the agent's call hung. It is refused at start
+// (exit 2), naming the variable, whichever name the URL gives the address.
+func TestProxyRefusesItselfAsUpstream(t *testing.T) {
+	for _, tc := range []struct{ name, listenHost, upstreamHost string }{
+		{"same address", "127.0.0.1", "127.0.0.1"},
+		{"localhost", "127.0.0.1", "localhost"},
+		{"all interfaces", "0.0.0.0", "127.0.0.1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			port := freePort(t)
+			upstream := fmt.Sprintf("http://%s:%d/v1", tc.upstreamHost, port)
+			cmd := exec.Command(filepath.Join(binDir, "hone-collect"), "proxy",
+				"-o", t.TempDir(), "--listen", net.JoinHostPort(tc.listenHost, fmt.Sprint(port)))
+			cmd.Env = append(cmd.Environ(), "OPENAI_BASE_URL="+upstream)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			var exited atomic.Bool
+			errc := make(chan error, 1)
+			go func() { errc <- cmd.Wait(); exited.Store(true) }()
+			if !waitfor.Within(20*time.Second, exited.Load) {
+				t.Fatalf("the proxy started with itself as upstream %s and still runs 20s later: %s", upstream, stderr.String())
+			}
+			var ee *exec.ExitError
+			if err := <-errc; !errors.As(err, &ee) || ee.ExitCode() != 2 {
+				t.Fatalf("exit %v, want 2: %s", err, stderr.String())
+			}
+			for _, want := range []string{upstream, "$OPENAI_BASE_URL", "this proxy itself", "--upstream"} {
+				if !strings.Contains(stderr.String(), want) {
+					t.Errorf("stderr does not name %q:\n%s", want, stderr.String())
+				}
+			}
+		})
+	}
+}
+
+// freePort returns a TCP port nothing listens on just now: the kernel's
+// pick for 127.0.0.1:0, released for the process under test to take.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	return port
+}

@@ -426,8 +426,8 @@ func docFreePort(t *testing.T) string {
 func TestDocProxy(t *testing.T) {
 	dir, path := docDir(t, "curl")
 	blocks := docBlocks(t, "../../docs/proxy.md")
-	if len(blocks) != 3 || blocks[0].lang != "sh" || blocks[1].lang != "python" || blocks[2].lang != "js" {
-		t.Fatalf("want a sh, a python and a js block, have %+v", blocks)
+	if len(blocks) != 4 || blocks[0].lang != "sh" || blocks[1].lang != "sh" || blocks[2].lang != "python" || blocks[3].lang != "js" {
+		t.Fatalf("want two sh blocks, a python and a js block, have %+v", blocks)
 	}
 	docInitTiny(t, dir)
 	// Run twice, as a reader trying it again does: the block once wrote
@@ -460,6 +460,39 @@ func TestDocProxy(t *testing.T) {
 			continue
 		}
 		docCheckTurns(t, tr)
+	}
+	docProxyNextRound(t, dir, path, blocks[1])
+}
+
+// docProxyNextRound runs docs/proxy.md's next round after its example: the
+// page showed how to record groups but not how to train on them and play
+// the trained adapter, and its example's hone-serve had no --adapters, so
+// a reader coming from ART was left to find the round in README's game
+// loop. The round trains step 1 on out/proxy, the agent plays group q2
+// with it through the proxy, and step 2 trains on q2's file alone.
+func docProxyNextRound(t *testing.T, dir, path string, b docBlock) {
+	t.Helper()
+	docRunBlock(t, dir, path, docFreePorts(t, b, "8000", "8100"))
+	trs := docRows(t, filepath.Join(dir, "out/proxy/proxy-000002.parquet"))
+	if len(trs) != 4 {
+		t.Fatalf("round 2: %d trajectories", len(trs))
+	}
+	for _, tr := range trs {
+		if tr.GroupID != "q2" || tr.Model != "agent" || tr.Adapter != "agent@1" || tr.Reward == nil {
+			t.Errorf("round 2 row: group %q, model %q, adapter %q, reward %v", tr.GroupID, tr.Model, tr.Adapter, tr.Reward)
+		}
+	}
+	latest, err := os.ReadFile(filepath.Join(dir, "out/adapters/agent/latest"))
+	if err != nil || strings.TrimSpace(string(latest)) != "step-000002" {
+		t.Fatalf("after round 2, latest is %q (%v), want step-000002", latest, err)
+	}
+	m, err := os.ReadFile(filepath.Join(dir, "out/adapters/agent/metrics.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := strings.Split(strings.TrimSpace(string(m)), "\n")
+	if len(rows) != 2 || !strings.Contains(rows[1], `"groups":1,`) || !strings.Contains(rows[1], `"trajectories":4,`) {
+		t.Fatalf("step 2 should train q2's group alone; metrics.jsonl:\n%s", m)
 	}
 }
 

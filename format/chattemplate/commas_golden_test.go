@@ -1,11 +1,6 @@
 package chattemplate
 
-import (
-	"encoding/json"
-	"os"
-	"path/filepath"
-	"testing"
-)
+import "testing"
 
 // TestCommasMatchJinja2 loads and renders the templates of
 // testdata/commas/golden.json, written by make_golden.py beside it with
@@ -18,16 +13,5 @@ import (
 // string, as in jinja2 (the engine refused them, or in brackets read two
 // items).
 func TestCommasMatchJinja2(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("testdata", "commas", "golden.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var golden struct {
-		Vars  json.RawMessage `json:"vars"`
-		Cases []loadCase      `json:"cases"`
-	}
-	if err := json.Unmarshal(data, &golden); err != nil {
-		t.Fatalf("golden.json: %v", err)
-	}
-	checkLoadGolden(t, golden.Vars, golden.Cases)
+	checkJinja2Golden(t, "commas", jinja2Outcomes)
 }

@@ -8,7 +8,7 @@ import "testing"
 // operand belongs is a variable name to jinja2, and a sign after it is
 // the binary operator ({% if if+A %} adds A to the variable if).
 func TestKeywordNamesMatchJinja2(t *testing.T) {
-	checkRenderGolden(t, "keywordnames")
+	checkJinja2Golden(t, "keywordnames", jinja2Messages)
 }
 
 // TestKeywordNameBeforeSignLoads loads templates that jinja2 loads (and

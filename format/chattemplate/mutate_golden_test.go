@@ -9,5 +9,5 @@ import "testing"
 // they refuse to put a value inside itself (mutate.go), render as
 // jinja2's, and so do attributes of those names.
 func TestMutatorsMatchJinja2(t *testing.T) {
-	checkRenderGolden(t, "mutate")
+	checkJinja2Golden(t, "mutate", jinja2Messages)
 }

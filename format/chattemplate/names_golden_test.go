@@ -1,10 +1,6 @@
 package chattemplate
 
 import (
-	"encoding/json"
-	"errors"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"testing"
@@ -23,19 +19,7 @@ import (
 // ("please report this as a bug" or a rendering). The filter and test
 // names jinja2 has are checked against jinja2Filters and jinja2Tests.
 func TestNamesMatchJinja2(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("testdata", "names", "golden.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var golden struct {
-		Vars    json.RawMessage `json:"vars"`
-		Filters []string        `json:"filters"`
-		Tests   []string        `json:"tests"`
-		Cases   []loadCase      `json:"cases"`
-	}
-	if err := json.Unmarshal(data, &golden); err != nil {
-		t.Fatalf("golden.json: %v", err)
-	}
+	golden := readJinja2Golden(t, "names")
 	for _, names := range []struct {
 		what string
 		ours map[string]bool
@@ -50,51 +34,5 @@ func TestNamesMatchJinja2(t *testing.T) {
 			t.Errorf("%s:\n ours   %q\n jinja2 %q", names.what, ours, names.want)
 		}
 	}
-	checkLoadGolden(t, golden.Vars, golden.Cases)
-}
-
-// loadCase is a case of a golden that records whether jinja2 refused the
-// template when it compiled it (load_error), raised when it rendered it
-// (error) or rendered it (want).
-type loadCase struct {
-	Src       string  `json:"src"`
-	Want      *string `json:"want"`
-	Error     string  `json:"error"`
-	LoadError string  `json:"load_error"`
-}
-
-// checkLoadGolden loads and renders each case as jinja2 did: refused at
-// load (ErrBadTemplate) where jinja2's compiler refused it, else a
-// rendering that fails where jinja2's raised or gives what it rendered.
-func checkLoadGolden(t *testing.T, rawVars json.RawMessage, cases []loadCase) {
-	t.Helper()
-	vars, err := KwargsFromJSON(rawVars)
-	if err != nil {
-		t.Fatalf("golden.json vars: %v", err)
-	}
-	if len(cases) == 0 {
-		t.Fatal("golden.json holds no case")
-	}
-	for _, c := range cases {
-		tmpl, err := New(c.Src, nil)
-		if c.LoadError != "" {
-			if err == nil || !errors.Is(err, ErrBadTemplate) {
-				t.Errorf("%s: loaded (err %v), jinja2 refused it: %s", c.Src, err, c.LoadError)
-			}
-			continue
-		}
-		if err != nil {
-			t.Errorf("%s: refused at load: %v", c.Src, err)
-			continue
-		}
-		got, err := tmpl.Render(t.Context(), Input{Kwargs: vars})
-		switch {
-		case c.Want == nil && err == nil:
-			t.Errorf("%s: rendered %q, jinja2 raised %s", c.Src, got, c.Error)
-		case c.Want != nil && err != nil:
-			t.Errorf("%s: %v, jinja2 rendered %q", c.Src, err, *c.Want)
-		case c.Want != nil && got != *c.Want:
-			t.Errorf("%s:\n got %q\nwant %q (jinja2)", c.Src, got, *c.Want)
-		}
-	}
+	golden.check(t, jinja2Outcomes)
 }

@@ -9,5 +9,5 @@ import "testing"
 // prints the nested dict), a comment at its first "#}", and a bracket
 // closed by the wrong one is refused as jinja2's lexer refuses it.
 func TestNestedTagsMatchJinja2(t *testing.T) {
-	checkRenderGolden(t, "nestedtags")
+	checkJinja2Golden(t, "nestedtags", jinja2Messages)
 }

@@ -8,5 +8,5 @@ import "testing"
 // the escaped, filter and test tests, which the load check let through as
 // jinja2's and the engine had not, render as jinja2 renders them.
 func TestRareNamesMatchJinja2(t *testing.T) {
-	checkRenderGolden(t, "rarenames")
+	checkJinja2Golden(t, "rarenames", jinja2Messages)
 }

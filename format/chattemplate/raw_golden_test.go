@@ -10,5 +10,5 @@ import "testing"
 // markers, and trimmed the newline after {% raw %}, none of which jinja2
 // does.
 func TestRawBlocksMatchJinja2(t *testing.T) {
-	checkRenderGolden(t, "raw")
+	checkJinja2Golden(t, "raw", jinja2Messages)
 }

@@ -1,11 +1,6 @@
 package chattemplate
 
-import (
-	"encoding/json"
-	"os"
-	"path/filepath"
-	"testing"
-)
+import "testing"
 
 // TestSetTargetsMatchJinja2 loads and renders the {% set %} statements of
 // testdata/settarget/golden.json, written by make_golden.py beside it with
@@ -20,16 +15,5 @@ import (
 // was refused as a bug of ours ("please report this as a bug"), not as
 // ErrBadTemplate, or (a subscript, no value) loaded.
 func TestSetTargetsMatchJinja2(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("testdata", "settarget", "golden.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var golden struct {
-		Vars  json.RawMessage `json:"vars"`
-		Cases []loadCase      `json:"cases"`
-	}
-	if err := json.Unmarshal(data, &golden); err != nil {
-		t.Fatalf("golden.json: %v", err)
-	}
-	checkLoadGolden(t, golden.Vars, golden.Cases)
+	checkJinja2Golden(t, "settarget", jinja2Outcomes)
 }

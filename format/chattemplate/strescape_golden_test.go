@@ -9,5 +9,5 @@ import "testing"
 // engine left as they were written, and a malformed one is refused at
 // load with jinja2's message.
 func TestStringEscapesMatchJinja2(t *testing.T) {
-	checkRenderGolden(t, "strescape")
+	checkJinja2Golden(t, "strescape", jinja2Messages)
 }

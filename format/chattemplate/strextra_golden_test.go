@@ -9,5 +9,5 @@ import "testing"
 // isdigit, isalpha, isspace, isalnum, isupper and islower tests are
 // Python's, with its TypeErrors ("\n\n".join(xs) was "not callable").
 func TestStrExtraMatchJinja2(t *testing.T) {
-	checkRenderGolden(t, "strextra")
+	checkJinja2Golden(t, "strextra", jinja2Messages)
 }

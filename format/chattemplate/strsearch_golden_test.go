@@ -10,5 +10,5 @@ import "testing"
 // and the title filter is jinja2's ("tool_call".title() is Tool_Call,
 // "tool_call"|title is Tool_call).
 func TestStrSearchMatchJinja2(t *testing.T) {
-	checkRenderGolden(t, "strsearch")
+	checkJinja2Golden(t, "strsearch", jinja2Messages)
 }

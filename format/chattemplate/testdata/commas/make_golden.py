@@ -12,12 +12,11 @@ where rendering raised, else "want". TestCommasMatchJinja2 checks them.
 Usage (from the repository root):
   python3 format/chattemplate/testdata/commas/make_golden.py > format/chattemplate/testdata/commas/golden.json
 """
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "testdata" / "templates" / "py"))
-from check_jinja2 import environment  # noqa: E402
+from golden_cases import loaded_then_rendered, write_golden  # noqa: E402
 
 VARS = {"xs": [1, 2, 3], "d": {"a": 1, "b": 2}, "s": "ab", "n": 3}
 
@@ -62,25 +61,5 @@ CASES = [
 ]
 
 
-def main():
-    env = environment()
-    out = {"vars": VARS, "cases": []}
-    for src in CASES:
-        case = {"src": src}
-        try:
-            tmpl = env.from_string(src)
-        except Exception as e:  # the golden records that jinja2 refused it
-            case["load_error"] = type(e).__name__ + ": " + str(e)
-            out["cases"].append(case)
-            continue
-        try:
-            case["want"] = tmpl.render(**VARS)
-        except Exception as e:
-            case["error"] = type(e).__name__ + ": " + str(e)
-        out["cases"].append(case)
-    json.dump(out, sys.stdout, indent=1, ensure_ascii=False)
-    sys.stdout.write("\n")
-
-
 if __name__ == "__main__":
-    main()
+    write_golden(VARS, CASES, loaded_then_rendered)

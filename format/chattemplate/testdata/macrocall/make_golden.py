@@ -13,12 +13,11 @@ Left out, as Hone's engine differs there: macros that read varargs or
 kwargs (the engine has neither), {% call %} blocks, and macros called
 through another name or with *args.
 """
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "testdata" / "templates" / "py"))
-from check_jinja2 import environment  # noqa: E402
+from golden_cases import rendered_or_error, write_golden  # noqa: E402
 
 VARS = {"xs": [1, 2], "t": True, "f": False, "s": "ab"}
 
@@ -58,19 +57,5 @@ CASES = [
 ]
 
 
-def main():
-    env = environment()
-    out = {"vars": VARS, "cases": []}
-    for src in CASES:
-        case = {"src": src}
-        try:
-            case["want"] = env.from_string(src).render(**VARS)
-        except Exception as e:  # the golden records that jinja2 refused it
-            case["error"] = type(e).__name__ + ": " + str(e)
-        out["cases"].append(case)
-    json.dump(out, sys.stdout, indent=1, ensure_ascii=False)
-    sys.stdout.write("\n")
-
-
 if __name__ == "__main__":
-    main()
+    write_golden(VARS, CASES, rendered_or_error)

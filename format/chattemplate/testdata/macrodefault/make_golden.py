@@ -13,12 +13,11 @@ Usage (from the repository root):
 Left out: defaults that recurse without end (jinja2's RecursionError);
 TestHostileTemplates demands a macro depth error for those.
 """
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "testdata" / "templates" / "py"))
-from check_jinja2 import environment  # noqa: E402
+from golden_cases import rendered, write_golden  # noqa: E402
 
 VARS = {"xs": [1, 2], "s": "ab"}
 
@@ -36,14 +35,5 @@ CASES = [
 ]
 
 
-def main():
-    env = environment()
-    out = {"vars": VARS, "cases": []}
-    for src in CASES:
-        out["cases"].append({"src": src, "want": env.from_string(src).render(**VARS)})
-    json.dump(out, sys.stdout, indent=1, ensure_ascii=False)
-    sys.stdout.write("\n")
-
-
 if __name__ == "__main__":
-    main()
+    write_golden(VARS, CASES, rendered)

@@ -12,12 +12,11 @@ Left out, as Hone's engine differs there whatever * does: `is` binding
 tighter than * (jinja2: 2 * 3 is odd is 2 * (3 is odd)), tuples (printed
 as lists), varargs, -x|f (jinja2: (-x)|f), ints past 64 bits.
 """
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "testdata" / "templates" / "py"))
-from check_jinja2 import environment  # noqa: E402
+from golden_cases import rendered_or_error, write_golden  # noqa: E402
 
 VARS = {"turns": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}],
         "xs": [1, 2, 3], "n": 3, "s": "ab", "d": {"a": 1}, "none": None, "f": 2.5, "t": True}
@@ -84,19 +83,5 @@ CASES = [
 ]
 
 
-def main():
-    env = environment()
-    out = {"vars": VARS, "cases": []}
-    for src in CASES:
-        case = {"src": src}
-        try:
-            case["want"] = env.from_string(src).render(**VARS)
-        except Exception as e:  # the golden records that jinja2 refused it
-            case["error"] = type(e).__name__ + ": " + str(e)
-        out["cases"].append(case)
-    json.dump(out, sys.stdout, indent=1, ensure_ascii=False)
-    sys.stdout.write("\n")
-
-
 if __name__ == "__main__":
-    main()
+    write_golden(VARS, CASES, rendered_or_error)

@@ -15,7 +15,6 @@ Left out: a value put inside itself (jinja2 prints it as [[...]], Hone
 stops with a value depth error: TestHostileTemplates), dict.update with
 keyword arguments (refused: the engine loses their order).
 """
-import json
 import sys
 from pathlib import Path
 
@@ -23,6 +22,7 @@ import jinja2
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "testdata" / "templates" / "py"))
 from check_jinja2 import tojson  # noqa: E402
+from golden_cases import rendered, write_golden  # noqa: E402
 
 VARS = {"xs": [1, 2], "msg": {"role": "user", "content": "hi"}}
 
@@ -39,15 +39,7 @@ CASES = [
 ]
 
 
-def main():
+if __name__ == "__main__":
     env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True)
     env.filters["tojson"] = tojson
-    out = {"vars": VARS, "cases": []}
-    for src in CASES:
-        out["cases"].append({"src": src, "want": env.from_string(src).render(**VARS)})
-    json.dump(out, sys.stdout, indent=1, ensure_ascii=False)
-    sys.stdout.write("\n")
-
-
-if __name__ == "__main__":
-    main()
+    write_golden(VARS, CASES, rendered, env)

@@ -7,12 +7,11 @@ settings). TestRareNamesMatchJinja2 renders each with the same variables.
 Usage (from the repository root):
   python3 format/chattemplate/testdata/rarenames/make_golden.py > format/chattemplate/testdata/rarenames/golden.json
 """
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "testdata" / "templates" / "py"))
-from check_jinja2 import environment  # noqa: E402
+from golden_cases import rendered, write_golden  # noqa: E402
 
 VARS = {"s": "abc", "names": ["upper", "tojson", "nope", "odd", "divisibleby"]}
 
@@ -24,14 +23,5 @@ CASES = [
 ]
 
 
-def main():
-    env = environment()
-    out = {"vars": VARS, "cases": []}
-    for src in CASES:
-        out["cases"].append({"src": src, "want": env.from_string(src).render(**VARS)})
-    json.dump(out, sys.stdout, indent=1, ensure_ascii=False)
-    sys.stdout.write("\n")
-
-
 if __name__ == "__main__":
-    main()
+    write_golden(VARS, CASES, rendered)

@@ -9,12 +9,11 @@ markers, and trims no newline after {% raw %}.
 Usage (from the repository root):
   python3 format/chattemplate/testdata/raw/make_golden.py > format/chattemplate/testdata/raw/golden.json
 """
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "testdata" / "templates" / "py"))
-from check_jinja2 import environment  # noqa: E402
+from golden_cases import rendered, write_golden  # noqa: E402
 
 VARS = {"xs": [1, 2]}
 
@@ -36,14 +35,5 @@ CASES = [
 ]
 
 
-def main():
-    env = environment()
-    out = {"vars": VARS, "cases": []}
-    for src in CASES:
-        out["cases"].append({"src": src, "want": env.from_string(src).render(**VARS)})
-    json.dump(out, sys.stdout, indent=1, ensure_ascii=False)
-    sys.stdout.write("\n")
-
-
 if __name__ == "__main__":
-    main()
+    write_golden(VARS, CASES, rendered)

@@ -10,12 +10,11 @@ Environment.from_string refused it, "error" where rendering raised, else
 Usage (from the repository root):
   python3 format/chattemplate/testdata/settarget/make_golden.py > format/chattemplate/testdata/settarget/golden.json
 """
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "testdata" / "templates" / "py"))
-from check_jinja2 import environment  # noqa: E402
+from golden_cases import loaded_then_rendered, write_golden  # noqa: E402
 
 VARS = {"t": True, "s": "ab"}
 
@@ -49,25 +48,5 @@ CASES = [
 ]
 
 
-def main():
-    env = environment()
-    out = {"vars": VARS, "cases": []}
-    for src in CASES:
-        case = {"src": src}
-        try:
-            tmpl = env.from_string(src)
-        except Exception as e:  # the golden records that jinja2 refused it
-            case["load_error"] = type(e).__name__ + ": " + str(e)
-            out["cases"].append(case)
-            continue
-        try:
-            case["want"] = tmpl.render(**VARS)
-        except Exception as e:
-            case["error"] = type(e).__name__ + ": " + str(e)
-        out["cases"].append(case)
-    json.dump(out, sys.stdout, indent=1, ensure_ascii=False)
-    sys.stdout.write("\n")
-
-
 if __name__ == "__main__":
-    main()
+    write_golden(VARS, CASES, loaded_then_rendered)

@@ -8,12 +8,11 @@ where jinja2 raised, the rendering must fail too.
 Usage (from the repository root):
   python3 format/chattemplate/testdata/unary/make_golden.py > format/chattemplate/testdata/unary/golden.json
 """
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "testdata" / "templates" / "py"))
-from check_jinja2 import environment  # noqa: E402
+from golden_cases import rendered_or_error, write_golden  # noqa: E402
 
 VARS = {"n": 2, "f": 2.5, "t": True, "s": "ab", "xs": [1, 2], "none": None}
 
@@ -35,19 +34,5 @@ CASES = [
 ]
 
 
-def main():
-    env = environment()
-    out = {"vars": VARS, "cases": []}
-    for src in CASES:
-        case = {"src": src}
-        try:
-            case["want"] = env.from_string(src).render(**VARS)
-        except Exception as e:  # the golden records that jinja2 refused it
-            case["error"] = type(e).__name__ + ": " + str(e)
-        out["cases"].append(case)
-    json.dump(out, sys.stdout, indent=1, ensure_ascii=False)
-    sys.stdout.write("\n")
-
-
 if __name__ == "__main__":
-    main()
+    write_golden(VARS, CASES, rendered_or_error)

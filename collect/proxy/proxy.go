@@ -10,10 +10,12 @@
 // tokens name, when the agent asked for vLLM's return_tokens_as_token_ids
 // ("token_id:<id>"). A small HTTP call sets a trajectory's reward and closes it:
 //
-//	POST /hone/trajectories/{id}/reward   {"reward": 1, "metrics": {"steps": 3}}
+//	POST /hone/trajectories/{id}/reward   {"reward": 1, "metrics": {"steps": 3}, "metadata": {"judge": "exact"}}
 //	POST /hone/groups/{id}/close          {"metadata": {"scenario": "s1"}, "metrics": {"difficulty": 3}}
 //
-// The close body is optional: the group's metadata and metrics (ART's
+// The reward's metadata (ART's Trajectory.metadata) go to the row's own
+// metadata column; keys beginning "hone." are refused, being Hone's. The
+// close body is optional: the group's metadata and metrics (ART's
 // TrajectoryGroup.metadata and .metrics), written with the group.
 //
 // A group is flushed — written as a Parquet file of its own, atomically,
@@ -65,6 +67,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -939,9 +942,10 @@ func (rec *record) finish() trajectory.Trajectory {
 
 func (p *Proxy) reward(w http.ResponseWriter, r *http.Request, tid string) {
 	var body struct {
-		Reward  *float64                   `json:"reward"`
-		Metrics map[string]json.RawMessage `json:"metrics"`
-		Error   string                     `json:"error"`
+		Reward   *float64                   `json:"reward"`
+		Metrics  map[string]json.RawMessage `json:"metrics"`
+		Metadata map[string]json.RawMessage `json:"metadata"`
+		Error    string                     `json:"error"`
 	}
 	raw, ok := p.readBody(w, r)
 	if !ok {
@@ -952,10 +956,15 @@ func (p *Proxy) reward(w http.ResponseWriter, r *http.Request, tid string) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil {
-		httpError(w, http.StatusBadRequest, "body: "+err.Error()+` (want {"reward": …, "metrics": {...}, "error": "…"})`)
+		httpError(w, http.StatusBadRequest, "body: "+err.Error()+` (want {"reward": …, "metrics": {...}, "metadata": {...}, "error": "…"})`)
 		return
 	}
 	metrics, nulls, err := numbers(body.Metrics)
+	if err != nil {
+		httpError(w, http.StatusBadRequest, "body: "+err.Error())
+		return
+	}
+	metadata, err := trajectoryMetadata(body.Metadata)
 	if err != nil {
 		httpError(w, http.StatusBadRequest, "body: "+err.Error())
 		return
@@ -983,6 +992,16 @@ func (p *Proxy) reward(w http.ResponseWriter, r *http.Request, tid string) {
 		return
 	}
 	rec.t.Reward, rec.t.Metrics, rec.t.Error = body.Reward, metrics, body.Error
+	// Added to what the proxy recorded (the chat template kwargs), which
+	// no posted key can overwrite: trajectoryMetadata refused "hone." keys.
+	if len(metadata) > 0 {
+		md := maps.Clone(rec.t.Metadata)
+		if md == nil {
+			md = map[string]string{}
+		}
+		maps.Copy(md, metadata)
+		rec.t.Metadata = md
+	}
 	rec.closed = true
 	var flush func() error
 	if p.o.GroupSize > 0 {
@@ -1039,10 +1058,24 @@ func parseGroupFields(raw []byte) (groupFields, error) {
 	if err := dec.Decode(&body); err != nil {
 		return f, fmt.Errorf("%w (want {\"metadata\": {...}, \"metrics\": {...}})", err)
 	}
-	for k, v := range body.Metadata {
+	var err error
+	if f.Metadata, err = metadataValues(body.Metadata); err != nil {
+		return f, err
+	}
+	f.Metrics, f.nulls, err = numbers(body.Metrics)
+	return f, err
+}
+
+// metadataValues reads posted metadata, of a group or of a trajectory:
+// strings, or numbers and booleans kept as their JSON text (ART allows
+// them); null leaves the key out. Any other value is refused naming the
+// key.
+func metadataValues(m map[string]json.RawMessage) (map[string]string, error) {
+	var out map[string]string
+	for k, v := range m {
 		var x any
 		if err := json.Unmarshal(v, &x); err != nil {
-			return f, fmt.Errorf("metadata %q: %w", k, err)
+			return nil, fmt.Errorf("metadata %q: %w", k, err)
 		}
 		switch x := x.(type) {
 		case nil:
@@ -1052,16 +1085,28 @@ func parseGroupFields(raw []byte) (groupFields, error) {
 		case float64, bool:
 			v = bytes.TrimSpace(v)
 		default:
-			return f, fmt.Errorf("metadata %q: want a string, number, boolean or null, not %s", k, v)
+			return nil, fmt.Errorf("metadata %q: want a string, number, boolean or null, not %s", k, v)
 		}
-		if f.Metadata == nil {
-			f.Metadata = map[string]string{}
+		if out == nil {
+			out = map[string]string{}
 		}
-		f.Metadata[k] = string(v)
+		out[k] = string(v)
 	}
-	var err error
-	f.Metrics, f.nulls, err = numbers(body.Metrics)
-	return f, err
+	return out, nil
+}
+
+// trajectoryMetadata reads a reward's metadata (ART's
+// Trajectory.metadata), as metadataValues does. Keys beginning "hone."
+// are refused: they are reserved for Hone's stages (format/trajectory),
+// and one such as hone.chat_template_kwargs, which the proxy records and
+// training lays the row out under, must not be overwritten by the agent.
+func trajectoryMetadata(m map[string]json.RawMessage) (map[string]string, error) {
+	for k := range m {
+		if strings.HasPrefix(k, "hone.") {
+			return nil, fmt.Errorf("metadata %q: keys beginning \"hone.\" are reserved for Hone's own fields", k)
+		}
+	}
+	return metadataValues(m)
 }
 
 // numbers reads posted metrics, each a number, or true or false, which

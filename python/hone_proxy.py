@@ -93,24 +93,29 @@ class Trajectory:
         self._root = proxy_url(base_url)
         self._timeout = timeout
 
-    def reward(self, reward, metrics=None, error=None):
+    def reward(self, reward, metrics=None, error=None, metadata=None):
         """Sets the reward (a finite number, or None for none) and metrics
         ({name: number}; a None one is left out of the row) and closes the
         trajectory: later requests with its headers are forwarded but not
         recorded. error marks the episode as failed (hone-train skips it).
+        metadata ({name: str, number or bool}, a None one left out; names
+        beginning "hone." are Hone's, refused by the proxy) is the
+        trajectory's own, as ART's Trajectory(metadata=...).
         The trajectory must have made at least one chat request through the
         proxy; a second reward for it is refused (HTTP 409) and the first
         stands."""
         body = {"reward": _number("reward", reward) if reward is not None else None}
         if metrics:
             body["metrics"] = {str(k): _metric("metric " + str(k), v) for k, v in metrics.items()}
+        if metadata:
+            body["metadata"] = _metadata("trajectory", metadata)
         if error:
             body["error"] = str(error)
         _post("%s/hone/trajectories/%s/reward" % (self._root, urllib.parse.quote(self.id, safe="")), body, self._timeout)
 
-    async def areward(self, reward, metrics=None, error=None):
+    async def areward(self, reward, metrics=None, error=None, metadata=None):
         """reward() for asyncio code: the POST runs in a worker thread."""
-        await asyncio.to_thread(self.reward, reward, metrics, error)
+        await asyncio.to_thread(self.reward, reward, metrics, error, metadata)
 
     def close_group(self, metadata=None, metrics=None):
         """Writes this trajectory's group now (see close_group)."""
@@ -131,6 +136,15 @@ def _number(what, v):
     return f
 
 
+def _metadata(whose, metadata):
+    # The proxy keeps strings, numbers and booleans (as their JSON text)
+    # and leaves None out; anything else is refused here, before a request.
+    for k, v in metadata.items():
+        if v is not None and not isinstance(v, (str, int, float, bool)):
+            raise ValueError("%s metadata %r: %r is not a string, number or boolean" % (whose, k, v))
+    return {str(k): v for k, v in metadata.items()}
+
+
 def _metric(what, v):
     # None ("does not apply") is sent as null, which the proxy leaves out
     # of the row, as the stdio environment does.
@@ -149,10 +163,7 @@ def close_group(group, base_url=None, timeout=30.0, metadata=None, metrics=None)
     if metadata or metrics:
         body = {}
         if metadata:
-            for k, v in metadata.items():
-                if v is not None and not isinstance(v, (str, int, float, bool)):
-                    raise ValueError("group metadata %r: %r is not a string, number or boolean" % (k, v))
-            body["metadata"] = {str(k): v for k, v in metadata.items()}
+            body["metadata"] = _metadata("group", metadata)
         if metrics:
             body["metrics"] = {str(k): _metric("group metric " + str(k), v) for k, v in metrics.items()}
     _post("%s/hone/groups/%s/close" % (root, urllib.parse.quote(_check_id("group", group), safe="")), body, timeout)

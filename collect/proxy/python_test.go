@@ -120,3 +120,52 @@ for name in sys.argv[2:]:
 		}
 	}
 }
+
+// TestPythonHelperSetsTrajectoryMetadata: python/hone_proxy.py's reward
+// and areward send the trajectory's own metadata (ART's
+// Trajectory(metadata=…)), which the proxy writes to the row's metadata
+// column; they took no metadata, so a ported agent's call raised
+// TypeError. A value that is not a scalar is refused in Python, before
+// any request, leaving the trajectory open.
+func TestPythonHelperSetsTrajectoryMetadata(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		needTool(t, "python3 is not on PATH")
+	}
+	up, _, _ := upstream(t)
+	out := t.TempDir()
+	base := proxyTo(t, up.URL, out)
+	runAgent(t, base+"/v1", "a", "g")
+	runAgent(t, base+"/v1", "b", "g")
+	helper, err := filepath.Abs(filepath.Join("..", "..", "python"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := `import asyncio, sys
+sys.path.insert(0, sys.argv[1])
+import hone_proxy
+a = hone_proxy.Trajectory(group="g", id="a", base_url=sys.argv[2] + "/v1")
+b = hone_proxy.Trajectory(group="g", id="b", base_url=sys.argv[2] + "/v1")
+try:
+    a.reward(1, metadata={"bad": [1]})
+except ValueError as e:
+    print("refused:", e)
+a.reward(1, metadata={"judge": "exact", "level": 3, "solved": True, "note": None})
+asyncio.run(b.areward(0, {"turns": 1}, None, {"judge": "fuzzy"}))
+a.close_group()
+`
+	got, err := exec.Command(py, "-c", script, helper, base).CombinedOutput()
+	if err != nil || !strings.Contains(string(got), "refused: trajectory metadata 'bad'") {
+		t.Fatalf("python: %v\n%s", err, got)
+	}
+	gs := readOut(t, out)
+	if len(gs) != 1 || len(gs[0].Trajectories) != 2 {
+		t.Fatalf("groups %+v; want g of two trajectories", gs)
+	}
+	want := map[string]map[string]string{"a": {"judge": "exact", "level": "3", "solved": "true"}, "b": {"judge": "fuzzy"}}
+	for _, tr := range gs[0].Trajectories {
+		if !maps.Equal(tr.Metadata, want[tr.ID]) {
+			t.Errorf("%s: metadata %v; want %v", tr.ID, tr.Metadata, want[tr.ID])
+		}
+	}
+}

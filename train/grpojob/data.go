@@ -19,6 +19,7 @@ import (
 // group is one scenario's attempts, laid out once at load time.
 type group struct {
 	ID      string
+	File    string            // the input file it is in, as named (its first row's)
 	Rewards []float64         // of trajectories without error
 	Ex      []trainer.Example // aligned with Rewards; Seqs nil when untrainable
 	Missing []string          // why Ex[i] is untrainable ("" when it is trainable)
@@ -65,7 +66,7 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 		if err != nil {
 			return nil, stageerr.Input(err)
 		}
-		gr := group{ID: g.ID}
+		gr := group{ID: g.ID, File: rows.nextFile()}
 		heldN := 0
 		var splits trainer.GroupSplits
 		for _, t := range g.Trajectories {
@@ -219,6 +220,19 @@ type rowCounter struct {
 	files []trajectory.FileInfo
 	file  int
 	row   int64
+}
+
+// nextFile is the name of the file of the row next() counts next ("" past
+// the last).
+func (c *rowCounter) nextFile() string {
+	f, row := c.file, c.row
+	for f < len(c.files) && row >= c.files[f].Rows {
+		f, row = f+1, 0
+	}
+	if f == len(c.files) {
+		return ""
+	}
+	return c.files[f].Path
 }
 
 func (c *rowCounter) next() string {

@@ -2,6 +2,9 @@ package grpojob
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -36,6 +39,7 @@ func runFiles(ctx context.Context, prep *trainer.Prepared, o Options, gs []group
 		sess = checkpoint.Session{Index: prev.Index + 1, StartStep: prep.Done}
 	}
 	sess.Files = files
+	sess.Groups = groupDigest(gs)
 	per := o.GroupsPerStep
 	if per == 0 || per > len(gs) {
 		per = len(gs)
@@ -47,7 +51,7 @@ func runFiles(ctx context.Context, prep *trainer.Prepared, o Options, gs []group
 	sess.EndStep = sess.StartStep + n
 	if prev != nil && sess.Index != prev.Index {
 		log.Info("new session of the run", "session", sess.Index, "files", len(files), "first_step", sess.StartStep+1, "last_step", sess.EndStep)
-		if err := warnTrainedAgain(prep, sess, log); err != nil {
+		if err := warnTrainedAgain(prep, sess, gs, log); err != nil {
 			return err
 		}
 	}
@@ -56,7 +60,12 @@ func runFiles(ctx context.Context, prep *trainer.Prepared, o Options, gs []group
 			return err
 		}
 	}
-	extra, err := json.Marshal(sess)
+	// The state of each step keeps the session without its groups: the
+	// manifest has them, and a step's state stays what it was before they
+	// were kept.
+	saved := sess
+	saved.Groups = ""
+	extra, err := json.Marshal(saved)
 	if err != nil {
 		return fmt.Errorf("grpo: session: %w", err)
 	}
@@ -68,8 +77,9 @@ func runFiles(ctx context.Context, prep *trainer.Prepared, o Options, gs []group
 // sha256, at steps the run still has). Naming a folder each round (files
 // from earlier rounds included) trains them again in every session, which
 // is rarely meant and otherwise silent; an extra epoch over a file on
-// purpose is still allowed.
-func warnTrainedAgain(prep *trainer.Prepared, sess checkpoint.Session, log *slog.Logger) error {
+// purpose is still allowed. Groups of other files that an earlier session
+// trained are warned of too (warnGroupsAgain).
+func warnTrainedAgain(prep *trainer.Prepared, sess checkpoint.Session, gs []group, log *slog.Logger) error {
 	man, err := prep.Ckpt.ReadManifest()
 	if err != nil {
 		return err
@@ -88,8 +98,10 @@ func warnTrainedAgain(prep *trainer.Prepared, sess checkpoint.Session, log *slog
 		}
 	}
 	var again []string
+	seen := map[string]bool{} // files warned of here, whose groups are not named again
 	for _, f := range sess.Files {
 		if where, ok := trained[f.SHA256]; ok {
+			seen[f.Path] = true
 			// Shown without an object's bucket query; the manifest
 			// keeps the name as given.
 			again = append(again, fmt.Sprintf("%s (trained in %s)", fileset.DisplayName(f.Path), where))
@@ -99,7 +111,94 @@ func warnTrainedAgain(prep *trainer.Prepared, sess checkpoint.Session, log *slog
 		log.Warn("files the run already trained on are trained again in this session; to train only new files, name them alone (a run started with --watch-dir DIR skips the files it consumed)",
 			"session", sess.Index, "files", again)
 	}
+	return warnGroupsAgain(prep, man, sess, gs, seen, log)
+}
+
+// warnGroupsAgain warns, once, when groups of files other than those seen
+// have ids that an earlier session of the run (at steps the run still has)
+// trained: the same groups in other bytes, as a file re-scored, or the
+// proxy's file after a hone-score output made from it, has. Retraining
+// may be meant, so it is never refused. An earlier session recorded
+// without its groups is not checked.
+func warnGroupsAgain(prep *trainer.Prepared, man checkpoint.Manifest, sess checkpoint.Session, gs []group, seen map[string]bool, log *slog.Logger) error {
+	trained := map[uint64]int{} // group id digest: the session that trained it
+	for _, s := range man.Sessions {
+		if s.Index >= sess.Index || s.StartStep >= prep.Done || s.Groups == "" {
+			continue
+		}
+		keys, err := digestKeys(s.Groups)
+		if err != nil {
+			return fmt.Errorf("grpo: %s: session %d: groups: %w", filepath.Join(prep.Ckpt.Dir, checkpoint.ManifestName), s.Index, err)
+		}
+		for _, k := range keys {
+			trained[k] = s.Index
+		}
+	}
+	const shown = 5
+	var ids, files []string
+	var sessions []int
+	n := 0
+	for _, g := range gs {
+		idx, ok := trained[groupKey(g.ID)]
+		if !ok || seen[g.File] {
+			continue
+		}
+		n++
+		if len(ids) < shown {
+			ids = append(ids, g.ID)
+		}
+		if name := fileset.DisplayName(g.File); !slices.Contains(files, name) {
+			files = append(files, name)
+		}
+		if !slices.Contains(sessions, idx) {
+			sessions = append(sessions, idx)
+		}
+	}
+	if n > 0 {
+		slices.Sort(sessions)
+		log.Warn("groups the run already trained are trained again in this session, from other files with the same group ids (a file re-scored, or the file a scored one was made from); to train only new groups, name only files of new groups",
+			"session", sess.Index, "groups", n, "first", ids, "files", files, "trained_in_sessions", sessions)
+	}
 	return nil
+}
+
+// groupKey is the digest of a group id that Session.Groups keeps: the
+// first 8 bytes of its SHA-256 (two ids of 100,000 groups share one by a
+// chance of about one in 10^9 per pair of sessions).
+func groupKey(id string) uint64 {
+	sum := sha256.Sum256([]byte(id))
+	return binary.BigEndian.Uint64(sum[:8])
+}
+
+// groupDigest is the Session.Groups of gs.
+func groupDigest(gs []group) string {
+	keys := make([]uint64, 0, len(gs))
+	for _, g := range gs {
+		keys = append(keys, groupKey(g.ID))
+	}
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	b := make([]byte, 8*len(keys))
+	for i, k := range keys {
+		binary.BigEndian.PutUint64(b[8*i:], k)
+	}
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+// digestKeys reads a Session.Groups back.
+func digestKeys(s string) ([]uint64, error) {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, err
+	}
+	if len(b)%8 != 0 {
+		return nil, fmt.Errorf("%d bytes, not a whole number of 8-byte digests", len(b))
+	}
+	keys := make([]uint64, len(b)/8)
+	for i := range keys {
+		keys[i] = binary.BigEndian.Uint64(b[8*i:])
+	}
+	return keys, nil
 }
 
 // lastSession is the session of the run's latest step: nil for a fresh

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hone-rl/hone/train/checkpoint"
 )
 
 // TestResumeWithTrainedGroupsWarns: a session whose files differ from an
@@ -57,5 +59,43 @@ func TestResumeWithTrainedGroupsWarns(t *testing.T) {
 	warn, text = runLastWarn(t, o, "round 4", "trained again")
 	if !strings.Contains(warn, scored+" (trained in session 0") || strings.Contains(text, "groups the run already trained") {
 		t.Errorf("round 4 (a file trained before) warned %q; want the file named, its groups not\n%s", warn, text)
+	}
+}
+
+// TestGroupsAgainOldManifest: a run recorded before the sessions' groups
+// were kept is read as before, its groups not checked, and a step's state
+// never holds the groups (what a resume reads stays as it was).
+func TestGroupsAgainOldManifest(t *testing.T) {
+	dir := t.TempDir()
+	md := tinyModel(t, dir)
+	if err := os.Mkdir(filepath.Join(dir, "proxy"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	scored, proxy := filepath.Join(dir, "a.parquet"), filepath.Join(dir, "proxy", "a.parquet")
+	writeGroups(t, md, scored, 2, 3, varied)
+	writeGroups(t, md, proxy, 2, 3, squares)
+	out := filepath.Join(dir, "adapters")
+	o := baseOptions(md, out, "r", scored)
+	var log bytes.Buffer
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	run := &checkpoint.Run{Dir: filepath.Join(out, "r")}
+	st, err := run.ReadState(1)
+	if err != nil || len(st.Extra) == 0 || strings.Contains(string(st.Extra), "groups") {
+		t.Fatalf("step 1's state extra %s (%v): want the session without its groups", st.Extra, err)
+	}
+	man, err := run.ReadManifest()
+	if err != nil || len(man.Sessions) != 1 || man.Sessions[0].Groups == "" {
+		t.Fatalf("manifest sessions %+v (%v): want session 0 with its groups", man.Sessions, err)
+	}
+	man.Sessions[0].Groups = "" // as a run recorded before them
+	if err := run.WriteManifest(man); err != nil {
+		t.Fatal(err)
+	}
+	o.Resume = true
+	o.Inputs = baseOptions(md, out, "r", proxy).Inputs
+	if warn, text := runLastWarn(t, o, "round 2", "trained again"); warn != "" {
+		t.Errorf("a run without recorded groups warned %q\n%s", warn, text)
 	}
 }

@@ -942,10 +942,10 @@ func (rec *record) finish() trajectory.Trajectory {
 
 func (p *Proxy) reward(w http.ResponseWriter, r *http.Request, tid string) {
 	var body struct {
-		Reward   *float64                   `json:"reward"`
+		Reward   json.RawMessage            `json:"reward"`
 		Metrics  map[string]json.RawMessage `json:"metrics"`
 		Metadata map[string]json.RawMessage `json:"metadata"`
-		Error    string                     `json:"error"`
+		Error    json.RawMessage            `json:"error"`
 	}
 	raw, ok := p.readBody(w, r)
 	if !ok {
@@ -957,6 +957,11 @@ func (p *Proxy) reward(w http.ResponseWriter, r *http.Request, tid string) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil {
 		httpError(w, http.StatusBadRequest, "body: "+err.Error()+` (want {"reward": …, "metrics": {...}, "metadata": {...}, "error": "…"})`)
+		return
+	}
+	reward, errText, err := rewardAndError(body.Reward, body.Error)
+	if err != nil {
+		httpError(w, http.StatusBadRequest, "body: "+err.Error())
 		return
 	}
 	metrics, nulls, err := numbers(body.Metrics)
@@ -991,7 +996,7 @@ func (p *Proxy) reward(w http.ResponseWriter, r *http.Request, tid string) {
 		httpError(w, http.StatusConflict, fmt.Sprintf("trajectory %q already has its reward: the first one posted stands (one reward per trajectory)", tid))
 		return
 	}
-	rec.t.Reward, rec.t.Metrics, rec.t.Error = body.Reward, metrics, body.Error
+	rec.t.Reward, rec.t.Metrics, rec.t.Error = reward, metrics, errText
 	// Added to what the proxy recorded (the chat template kwargs), which
 	// no posted key can overwrite: trajectoryMetadata refused "hone." keys.
 	if len(metadata) > 0 {
@@ -1026,6 +1031,33 @@ func (p *Proxy) reward(w http.ResponseWriter, r *http.Request, tid string) {
 		}
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// rewardAndError reads a reward POST's reward (a number; null or absent
+// for none) and error (a string; null or absent for none), refusing any
+// other value naming the field and the value, as numbers names a bad
+// metric, rather than with encoding/json's "Go struct field" wording. A
+// boolean reward is refused, not read as 1 or 0 as a metric is: OpenPipe
+// ART's Trajectory.reward is a float, where its metrics name bool.
+func rewardAndError(reward, errField json.RawMessage) (*float64, string, error) {
+	var r *float64
+	if len(reward) > 0 && string(reward) != "null" {
+		var f float64
+		if err := json.Unmarshal(reward, &f); err != nil {
+			// A JSON number that failed is one past float64's range
+			// (1e999): say so, since "want a number" alone would puzzle.
+			if c := reward[0]; c == '-' || (c >= '0' && c <= '9') {
+				return nil, "", fmt.Errorf("reward is %.80s: want a number within a float64's range", reward)
+			}
+			return nil, "", fmt.Errorf("reward is %.80s: want a number", reward)
+		}
+		r = &f
+	}
+	var e string
+	if len(errField) > 0 && json.Unmarshal(errField, &e) != nil {
+		return nil, "", fmt.Errorf("error is %.80s: want a string (the episode's failure) or null", errField)
+	}
+	return r, e, nil
 }
 
 // errNoGroup: the group to close is not open.

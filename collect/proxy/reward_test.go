@@ -76,3 +76,39 @@ func TestProxyBadMetricNamed(t *testing.T) {
 		}
 	}
 }
+
+// A reward that is not a number (a string, a boolean, one too large for
+// a float64) or an error that is not a string is a 400 naming the field
+// and its value, as a bad metric's is; it was encoding/json's "cannot
+// unmarshal … into Go struct field .reward of type float64". A boolean
+// reward is refused, not read as 1 or 0 as a metric is: OpenPipe ART's
+// Trajectory.reward is a float, where its metrics name bool. The
+// trajectory stays open, and a good reward posted after is recorded.
+func TestProxyBadRewardNamed(t *testing.T) {
+	up, _, _ := upstream(t)
+	out := t.TempDir()
+	base := proxyTo(t, up.URL, out)
+	runAgent(t, base+"/v1", "t1", "g")
+	url := base + "/hone/trajectories/t1/reward"
+	for _, tc := range []struct{ body, want string }{
+		{`{"reward":"yes"}`, `reward is \"yes\": want a number`},
+		{`{"reward":"0.5"}`, `reward is \"0.5\": want a number`},
+		{`{"reward":true}`, `reward is true: want a number`},
+		{`{"reward":[1]}`, `reward is [1]: want a number`},
+		{`{"reward":1e999}`, `reward is 1e999: want a number`},
+		{`{"reward":1,"error":5}`, `error is 5: want a string`},
+		{`{"reward":1,"error":{"msg":"x"}}`, `error is {\"msg\":\"x\"}: want a string`},
+	} {
+		status, msg := do(t, mustRequest(t, http.MethodPost, url, tc.body))
+		if status != http.StatusBadRequest || !strings.Contains(msg, tc.want) || strings.Contains(msg, "Go struct") {
+			t.Errorf("POST %s: %d %s; want 400 saying %s", tc.body, status, msg, tc.want)
+		}
+	}
+	if status, msg := do(t, mustRequest(t, http.MethodPost, url, `{"reward":0.5,"error":null}`)); status != http.StatusNoContent {
+		t.Fatalf("good reward after the bad ones: %d %s", status, msg)
+	}
+	tr := closeOne(t, base, out, "g")
+	if tr.Reward == nil || *tr.Reward != 0.5 || tr.Error != "" {
+		t.Errorf("recorded reward %v, error %q; want 0.5 and none", tr.Reward, tr.Error)
+	}
+}

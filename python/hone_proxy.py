@@ -94,8 +94,9 @@ class Trajectory:
         self._timeout = timeout
 
     def reward(self, reward, metrics=None, error=None, metadata=None):
-        """Sets the reward (a finite number, or None for none) and metrics
-        ({name: number}; a None one is left out of the row) and closes the
+        """Sets the reward (a finite number, not a str or bool, or None for
+        none) and metrics ({name: number or bool, bool sent as 1 or 0}; a
+        None one is left out of the row) and closes the
         trajectory: later requests with its headers are forwarded but not
         recorded. error marks the episode as failed (hone-train skips it).
         metadata ({name: str, number or bool}, a None one left out; names
@@ -126,13 +127,24 @@ class Trajectory:
         await asyncio.to_thread(self.close_group, metadata, metrics)
 
 
-def _number(what, v):
+def _number(what, v, allow_bool=False):
+    # What the proxy refuses is refused here, before the request that
+    # would close the trajectory only to be refused: float() alone would
+    # send the string "0.5" as 0.5, which the proxy refuses when posted
+    # as a string. A boolean is refused as a reward (ART's reward is a
+    # float) and sent as 1 or 0 for a metric (ART's metrics name bool),
+    # as the proxy reads them. Other numbers (int, Decimal, numpy's) go
+    # through float(), which the JSON encoder needs.
+    if isinstance(v, (str, bytes, bytearray)) or (isinstance(v, bool) and not allow_bool):
+        raise ValueError("%s is %.80r: want a number" % (what, v))
     try:
         f = float(v)
+    except OverflowError:
+        raise ValueError("%s is %.80r: want a number within a float's range" % (what, v)) from None
     except (TypeError, ValueError):
-        raise ValueError("%s %r is not a number" % (what, v)) from None
+        raise ValueError("%s is %.80r: want a number" % (what, v)) from None
     if not math.isfinite(f):
-        raise ValueError("%s is %r: it must be finite" % (what, v))
+        raise ValueError("%s is %r: want a finite number" % (what, v))
     return f
 
 
@@ -148,7 +160,7 @@ def _metadata(whose, metadata):
 def _metric(what, v):
     # None ("does not apply") is sent as null, which the proxy leaves out
     # of the row, as the stdio environment does.
-    return None if v is None else _number(what, v)
+    return None if v is None else _number(what, v, allow_bool=True)
 
 
 def close_group(group, base_url=None, timeout=30.0, metadata=None, metrics=None):

@@ -169,3 +169,61 @@ a.close_group()
 		}
 	}
 }
+
+// TestPythonHelperNumbersAsTheProxyReadsThem: python/hone_proxy.py read
+// a reward or metric with float(), so the string "0.5" went out as 0.5
+// (the proxy refuses a string reward or metric), True went out as a
+// reward of 1.0 (the proxy refuses a boolean reward) and 10**400 raised
+// OverflowError. Each is now a ValueError naming the field, before
+// anything is sent, leaving the trajectory open; a boolean metric (1 or
+// 0 at the proxy) and a decimal reward are still sent.
+func TestPythonHelperNumbersAsTheProxyReadsThem(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		needTool(t, "python3 is not on PATH")
+	}
+	up, _, _ := upstream(t)
+	out := t.TempDir()
+	base := proxyTo(t, up.URL, out)
+	runAgent(t, base+"/v1", "a", "g")
+	helper, err := filepath.Abs(filepath.Join("..", "..", "python"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := `import decimal, sys
+sys.path.insert(0, sys.argv[1])
+import hone_proxy
+a = hone_proxy.Trajectory(group="g", id="a", base_url=sys.argv[2] + "/v1")
+for reward, metrics in [("0.5", None), (True, None), (10**400, None), (1, {"turns": "2"}), (1, {"solved": b"1"})]:
+    try:
+        a.reward(reward, metrics)
+        print("sent:", repr(reward), metrics)
+    except ValueError as e:
+        print("refused:", e)
+a.reward(decimal.Decimal("0.5"), {"solved": True, "turns": 2})
+a.close_group()
+`
+	got, err := exec.Command(py, "-c", script, helper, base).CombinedOutput()
+	if err != nil {
+		t.Fatalf("python: %v\n%s", err, got)
+	}
+	for _, want := range []string{
+		`refused: reward is '0.5': want a number`,
+		`refused: reward is True: want a number`,
+		`refused: reward is 1000000`,
+		`refused: metric turns is '2': want a number`,
+		`refused: metric solved is b'1': want a number`,
+	} {
+		if !strings.Contains(string(got), want) {
+			t.Errorf("python printed:\n%s\nwant a line %q", got, want)
+		}
+	}
+	gs := readOut(t, out)
+	if len(gs) != 1 || len(gs[0].Trajectories) != 1 {
+		t.Fatalf("groups %+v; want g of one trajectory", gs)
+	}
+	tr := gs[0].Trajectories[0]
+	if tr.Reward == nil || *tr.Reward != 0.5 || !maps.Equal(tr.Metrics, map[string]float64{"solved": 1, "turns": 2}) {
+		t.Errorf("recorded reward %v, metrics %v; want 0.5, solved 1 and turns 2", tr.Reward, tr.Metrics)
+	}
+}

@@ -63,7 +63,7 @@ expect(hone_proxy.HoneProxyError, lambda: hone_proxy.Trajectory(id="nobody", bas
 expect(ValueError, lambda: hone_proxy.Trajectory(id="a/b"), "'a/b'", "'/'")
 expect(ValueError, lambda: hone_proxy.Trajectory(group="has space"), "group id")
 expect(ValueError, lambda: t3.reward(float("nan")), "finite")
-expect(ValueError, lambda: t3.reward(1, metrics={"x": "many"}), "metric x", "not a number")
+expect(ValueError, lambda: t3.reward(1, metrics={"x": "many"}), "metric x", "want a number")
 assert hone_proxy.proxy_url(base) == hone_proxy.proxy_url(base + "/") == base[: -len("/v1")]
 
 t1.close_group()

@@ -1157,19 +1157,13 @@ func numbers(m map[string]json.RawMessage) (map[string]float64, []string, error)
 	out := make(map[string]float64, len(m))
 	var nulls []string
 	for k, v := range m {
-		var f float64
-		switch string(v) {
-		case "null":
+		f, isNull, ok := trajectory.MetricValue(v)
+		switch {
+		case !ok:
+			return nil, nil, fmt.Errorf("metric %q is %.80s: want a number, or true or false", k, v)
+		case isNull:
 			nulls = append(nulls, k)
 			continue
-		case "true":
-			f = 1
-		case "false":
-			f = 0
-		default:
-			if json.Unmarshal(v, &f) != nil {
-				return nil, nil, fmt.Errorf("metric %q is %.80s: want a number, or true or false", k, v)
-			}
 		}
 		out[k] = f
 	}

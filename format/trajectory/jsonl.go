@@ -77,16 +77,15 @@ func (m *jsonMetrics) UnmarshalJSON(b []byte) error {
 	}
 	out := make(jsonMetrics, len(raw))
 	for k, v := range raw {
+		// The live routes' reading (MetricValue), except that a file
+		// refuses null and holds the non-finite values as strings.
 		var f jsonFloat
-		var b bool
+		value, isNull, ok := MetricValue(v)
 		switch {
-		case string(bytes.TrimSpace(v)) == "null":
+		case isNull:
 			return fmt.Errorf("metric %q is null: want a number, true or false, or \"NaN\", \"+Inf\" or \"-Inf\"", k)
-		case json.Unmarshal(v, &b) == nil:
-			out[k] = 0
-			if b {
-				out[k] = 1
-			}
+		case ok:
+			out[k] = value
 		case f.UnmarshalJSON(v) == nil:
 			out[k] = float64(f)
 		default:

@@ -266,17 +266,13 @@ func (r wireObs) outcome() (o env.Outcome, nulls []string, err error) {
 	}
 	o.Metrics = make(map[string]float64, len(raw))
 	for k, v := range raw {
-		var f float64
+		f, isNull, ok := trajectory.MetricValue(v)
 		switch {
-		case string(v) == "null":
+		case !ok:
+			return o, nil, fmt.Errorf("metrics %q is %s, not a number or true/false", k, clip(v))
+		case isNull:
 			nulls = append(nulls, k)
 			continue
-		case string(v) == "true":
-			f = 1
-		case string(v) == "false":
-			f = 0
-		case json.Unmarshal(v, &f) != nil:
-			return o, nil, fmt.Errorf("metrics %q is %s, not a number or true/false", k, clip(v))
 		}
 		o.Metrics[k] = f
 	}

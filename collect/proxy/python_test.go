@@ -21,10 +21,7 @@ import (
 // group's own fields, a None metric left out; a metadata value that is not a scalar is refused in
 // Python, before any request.
 func TestPythonHelperSetsGroupFields(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		needTool(t, "python3 is not on PATH")
-	}
+	py, helper := pythonAndHelper(t)
 	up, _, _ := upstream(t)
 	out := t.TempDir()
 	p, err := proxy.New(proxy.Options{Upstream: up.URL + "/v1", OutDir: out})
@@ -34,10 +31,6 @@ func TestPythonHelperSetsGroupFields(t *testing.T) {
 	srv := httptest.NewServer(p)
 	defer srv.Close()
 	runAgent(t, srv.URL+"/v1", "a", "g")
-	helper, err := filepath.Abs(filepath.Join("..", "..", "python"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	script := `import sys
 sys.path.insert(0, sys.argv[1])
 import hone_proxy
@@ -74,10 +67,7 @@ t.close_group(metadata={"scenario": "s1", "level": 3, "hard": True}, metrics={"d
 // that order, in python/hone_proxy.py, so that a call written from the page
 // (positional arguments included) means what the page says.
 func TestPythonHelperSignaturesAsDocumented(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		needTool(t, "python3 is not on PATH")
-	}
+	py, helper := pythonAndHelper(t)
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "proxy.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -94,10 +84,6 @@ func TestPythonHelperSignaturesAsDocumented(t *testing.T) {
 	}
 	if len(names) < 4 {
 		t.Fatalf("found %d calls with parameters in the helper table: %v", len(names), names)
-	}
-	helper, err := filepath.Abs(filepath.Join("..", "..", "python"))
-	if err != nil {
-		t.Fatal(err)
 	}
 	script := `import sys, inspect
 sys.path.insert(0, sys.argv[1])
@@ -128,19 +114,12 @@ for name in sys.argv[2:]:
 // TypeError. A value that is not a scalar is refused in Python, before
 // any request, leaving the trajectory open.
 func TestPythonHelperSetsTrajectoryMetadata(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		needTool(t, "python3 is not on PATH")
-	}
+	py, helper := pythonAndHelper(t)
 	up, _, _ := upstream(t)
 	out := t.TempDir()
 	base := proxyTo(t, up.URL, out)
 	runAgent(t, base+"/v1", "a", "g")
 	runAgent(t, base+"/v1", "b", "g")
-	helper, err := filepath.Abs(filepath.Join("..", "..", "python"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	script := `import asyncio, sys
 sys.path.insert(0, sys.argv[1])
 import hone_proxy
@@ -178,18 +157,11 @@ a.close_group()
 // anything is sent, leaving the trajectory open; a boolean metric (1 or
 // 0 at the proxy) and a decimal reward are still sent.
 func TestPythonHelperNumbersAsTheProxyReadsThem(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		needTool(t, "python3 is not on PATH")
-	}
+	py, helper := pythonAndHelper(t)
 	up, _, _ := upstream(t)
 	out := t.TempDir()
 	base := proxyTo(t, up.URL, out)
 	runAgent(t, base+"/v1", "a", "g")
-	helper, err := filepath.Abs(filepath.Join("..", "..", "python"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	script := `import decimal, sys
 sys.path.insert(0, sys.argv[1])
 import hone_proxy
@@ -226,4 +198,19 @@ a.close_group()
 	if tr.Reward == nil || *tr.Reward != 0.5 || !maps.Equal(tr.Metrics, map[string]float64{"solved": 1, "turns": 2}) {
 		t.Errorf("recorded reward %v, metrics %v; want 0.5, solved 1 and turns 2", tr.Reward, tr.Metrics)
 	}
+}
+
+// pythonAndHelper is python3's path and the folder of python/hone_proxy.py,
+// which each helper test puts on sys.path.
+func pythonAndHelper(t *testing.T) (py, helper string) {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		needTool(t, "python3 is not on PATH")
+	}
+	helper, err = filepath.Abs(filepath.Join("..", "..", "python"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return py, helper
 }

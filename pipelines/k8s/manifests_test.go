@@ -350,31 +350,21 @@ func TestRetryStrategySkipsUsageErrors(t *testing.T) {
 		{"137", "Failed", true},
 		{"-1", "Error", true},
 	}
-	checked := 0
-	for _, file := range []string{"round.yaml", "cron.yaml"} {
-		r, err := Load(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, tp := range r.spec().Templates {
-			if len(tp.RetryStrategy) == 0 {
-				continue
-			}
-			checked++
-			for _, c := range cases {
-				got, err := retryDecision(tp.RetryStrategy, c.code, c.phase)
-				if err != nil {
-					t.Errorf("%s: template %s: %v", file, tp.Name, err)
-					break
-				}
-				if got != c.retry {
-					t.Errorf("%s: template %s: after exit %s (%s) Argo retries: %v, want %v", file, tp.Name, c.code, c.phase, got, c.retry)
-				}
-			}
-		}
-	}
-	if checked == 0 {
+	retried := retriedTemplates(t)
+	if len(retried) == 0 {
 		t.Error("no template has a retryStrategy")
+	}
+	for _, rt := range retried {
+		for _, c := range cases {
+			got, err := retryDecision(rt.tp.RetryStrategy, c.code, c.phase)
+			if err != nil {
+				t.Errorf("%s: template %s: %v", rt.file, rt.tp.Name, err)
+				break
+			}
+			if got != c.retry {
+				t.Errorf("%s: template %s: after exit %s (%s) Argo retries: %v, want %v", rt.file, rt.tp.Name, c.code, c.phase, got, c.retry)
+			}
+		}
 	}
 	if retry, err := retryDecision([]byte(`limit: "2"`), "2", "Failed"); err != nil || !retry {
 		t.Errorf("a retryStrategy of a limit alone: retry %v, %v; the check cannot fail", retry, err)
@@ -391,31 +381,22 @@ func TestRetryStrategySkipsUsageErrors(t *testing.T) {
 // collect, score or train of more than 10m) was not retried at all, and
 // a retry was killed when the deadline came.
 func TestRetryStrategyBacksOff(t *testing.T) {
-	for _, file := range []string{"round.yaml", "cron.yaml"} {
-		r, err := Load(file)
-		if err != nil {
-			t.Fatal(err)
+	for _, rt := range retriedTemplates(t) {
+		var rs struct {
+			Backoff struct {
+				Duration    string `json:"duration"`
+				MaxDuration string `json:"maxDuration"`
+			} `json:"backoff"`
 		}
-		for _, tp := range r.spec().Templates {
-			if len(tp.RetryStrategy) == 0 {
-				continue
-			}
-			var rs struct {
-				Backoff struct {
-					Duration    string `json:"duration"`
-					MaxDuration string `json:"maxDuration"`
-				} `json:"backoff"`
-			}
-			if err := yaml.Unmarshal(tp.RetryStrategy, &rs); err != nil {
-				t.Fatalf("%s: template %s: %v", file, tp.Name, err)
-			}
-			d, err := time.ParseDuration(rs.Backoff.Duration)
-			if err != nil || d < 10*time.Second {
-				t.Errorf("%s: template %s: backoff duration %q (%v), want at least 10s", file, tp.Name, rs.Backoff.Duration, err)
-			}
-			if rs.Backoff.MaxDuration != "" {
-				t.Errorf("%s: template %s: backoff maxDuration %q: Argo stops retrying, and kills a retry, that long after the first attempt started", file, tp.Name, rs.Backoff.MaxDuration)
-			}
+		if err := yaml.Unmarshal(rt.tp.RetryStrategy, &rs); err != nil {
+			t.Fatalf("%s: template %s: %v", rt.file, rt.tp.Name, err)
+		}
+		d, err := time.ParseDuration(rs.Backoff.Duration)
+		if err != nil || d < 10*time.Second {
+			t.Errorf("%s: template %s: backoff duration %q (%v), want at least 10s", rt.file, rt.tp.Name, rs.Backoff.Duration, err)
+		}
+		if rs.Backoff.MaxDuration != "" {
+			t.Errorf("%s: template %s: backoff maxDuration %q: Argo stops retrying, and kills a retry, that long after the first attempt started", rt.file, rt.tp.Name, rs.Backoff.MaxDuration)
 		}
 	}
 }
@@ -733,4 +714,29 @@ func readServeDeployment(t *testing.T) serveDeployment {
 		t.Fatal(err)
 	}
 	return dep
+}
+
+// retriedTemplate is a workflow template with a retryStrategy, and the
+// manifest it stands in.
+type retriedTemplate struct {
+	file string
+	tp   template
+}
+
+// retriedTemplates are round.yaml's and cron.yaml's templates that retry.
+func retriedTemplates(t *testing.T) []retriedTemplate {
+	t.Helper()
+	var out []retriedTemplate
+	for _, file := range []string{"round.yaml", "cron.yaml"} {
+		r, err := Load(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tp := range r.spec().Templates {
+			if len(tp.RetryStrategy) > 0 {
+				out = append(out, retriedTemplate{file, tp})
+			}
+		}
+	}
+	return out
 }

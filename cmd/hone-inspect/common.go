@@ -178,10 +178,15 @@ func groupTokens(g trajectory.Group) int64 {
 // summary prints the one-line end-of-run summary on stderr.
 // plural counts n things: "1 file", "2 files".
 func plural[N int | int64](n N, thing string) string {
+	return pluralOf(n, thing, thing+"s")
+}
+
+// pluralOf is plural for a noun whose plural is not the singular plus "s".
+func pluralOf[N int | int64](n N, one, many string) string {
 	if n == 1 {
-		return "1 " + thing
+		return "1 " + one
 	}
-	return fmt.Sprintf("%d %ss", n, thing)
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 func (a *app) summary(cmd string, format string, args ...any) {

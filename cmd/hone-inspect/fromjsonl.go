@@ -80,8 +80,9 @@ func runFromJSONL(ctx context.Context, a *app, opts fromJSONLOptions, args []str
 	if err := out.Commit(); err != nil {
 		return err
 	}
-	a.summary("from-jsonl", "%d lines → %d groups, %d trajectories; generated %d trajectory ids and %d group ids",
-		total.Lines, total.Groups, w.Rows(), total.GeneratedIDs, total.GeneratedGroupIDs)
+	a.summary("from-jsonl", "%s → %s, %s; generated %s and %s",
+		plural(total.Lines, "line"), plural(total.Groups, "group"), pluralOf(w.Rows(), "trajectory", "trajectories"),
+		plural(total.GeneratedIDs, "trajectory id"), plural(total.GeneratedGroupIDs, "group id"))
 	return nil
 }
 

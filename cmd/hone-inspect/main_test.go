@@ -222,6 +222,14 @@ func TestFromJSONLGeneratesIDs(t *testing.T) {
 	if want := "4 lines → 3 groups, 4 trajectories; generated 3 trajectory ids and 2 group ids"; !strings.Contains(r.stderr, want) {
 		t.Errorf("stderr %q lacks %q", r.stderr, want)
 	}
+	one := filepath.Join(dir, "one.jsonl")
+	if err := os.WriteFile(one, []byte(lines[:strings.Index(lines, "\n")+1]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = mustRun(t, nil, "from-jsonl", "-o", filepath.Join(dir, "one.parquet"), one)
+	if want := "1 line → 1 group, 1 trajectory; generated 1 trajectory id and 1 group id"; !strings.Contains(r.stderr, want) {
+		t.Errorf("stderr %q lacks %q", r.stderr, want)
+	}
 	gs := readAll(t, out)
 	if len(gs) != 3 || len(gs[2].Trajectories) != 2 || gs[2].ID != "G" || gs[2].Trajectories[0].ID != "mine" {
 		t.Fatalf("groups %+v", gs)
@@ -505,7 +513,7 @@ func TestSchema(t *testing.T) {
 	}
 	want := r.stdout[strings.Index(r.stdout, "\n")+1:]
 	r = mustRun(t, nil, "schema", filepath.Join(dir, "a.parquet"))
-	for _, s := range []string{"a.parquet", "3 rows", "1 row groups", "metadata hone.schema_version = 2", want} {
+	for _, s := range []string{"a.parquet", "3 rows", "1 row group\n", "metadata hone.schema_version = 2", want} {
 		if !strings.Contains(r.stdout, s) {
 			t.Errorf("file schema lacks %q:\n%s", s, r.stdout)
 		}

@@ -73,7 +73,7 @@ func printFileSchema(ctx context.Context, a *app, set *fileset.Set, i int) error
 	}
 	md := f.Metadata()
 	w := a.stdout
-	fmt.Fprintf(w, "# %s: %d bytes, %d rows, %d row groups\n", path, in.Size, md.NumRows, len(md.RowGroups))
+	fmt.Fprintf(w, "# %s: %s, %s, %s\n", path, plural(in.Size, "byte"), plural(md.NumRows, "row"), plural(len(md.RowGroups), "row group"))
 	if md.CreatedBy != "" {
 		fmt.Fprintf(w, "# created by: %s\n", md.CreatedBy)
 	}

@@ -45,16 +45,11 @@ func runCat(ctx context.Context, a *app, opts catOptions, args []string) error {
 	if _, err := cli.ChooseOutput(opts.Output, cli.IsTerminal(a.stdout), true); err != nil {
 		return err
 	}
-	pass, err := a.startPass(ctx, args)
+	pass, err := a.startPass(ctx, "cat", args)
 	if err != nil {
 		return err
 	}
 	defer pass.Close()
-	for _, n := range pass.in.set.Repeated() {
-		// Twice would repeat every trajectory id: the output could not be
-		// read. Say so rather than drop the copy without a word.
-		a.summary("cat", "%s: named again, read once (its groups are in the output once)", n)
-	}
 	var groups int64
 	err = cli.WriteOutput(ctx, opts.Output, a.stdout, true, func(out io.Writer) error {
 		w := trajectory.NewWriter(out, trajectory.WriterOptions{})

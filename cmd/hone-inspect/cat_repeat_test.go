@@ -33,3 +33,26 @@ func TestCatWarnsOfAFileNamedTwice(t *testing.T) {
 		t.Errorf("cat a warned: %q", r.stderr)
 	}
 }
+
+// stats, validate, to-jsonl and from-jsonl read a repeated file once too: their counts
+// would otherwise look like the file's own. Each says so on stderr, as cat.
+func TestEveryPassWarnsOfAFileNamedTwice(t *testing.T) {
+	dir, _, _ := fixtures(t)
+	a := filepath.Join(dir, "a.parquet")
+	again := dir + "/./a.parquet"
+	for _, cmd := range []string{"stats", "validate", "to-jsonl"} {
+		r := mustRun(t, nil, cmd, a, again)
+		if want := "hone-inspect " + cmd + ": " + again + ": named again, read once"; !strings.Contains(r.stderr, want) {
+			t.Errorf("%s a a: stderr %q lacks %q", cmd, r.stderr, want)
+		}
+		if r = mustRun(t, nil, cmd, a); strings.Contains(r.stderr, "read once") {
+			t.Errorf("%s a warned: %q", cmd, r.stderr)
+		}
+	}
+	jsonl := filepath.Join(dir, "a.jsonl")
+	mustRun(t, nil, "to-jsonl", "-o", jsonl, a)
+	r := mustRun(t, nil, "from-jsonl", "-o", filepath.Join(dir, "back.parquet"), jsonl, dir+"/./a.jsonl")
+	if want := "hone-inspect from-jsonl: " + dir + "/./a.jsonl: named again, read once"; !strings.Contains(r.stderr, want) {
+		t.Errorf("from-jsonl a a: stderr %q lacks %q", r.stderr, want)
+	}
+}

@@ -112,10 +112,16 @@ type groupPass struct {
 
 // startPass opens the inputs args name (openInputs) and starts the
 // progress line over their trajectories (progress); Close ends both.
-func (a *app) startPass(ctx context.Context, args []string) (*groupPass, error) {
+func (a *app) startPass(ctx context.Context, cmd string, args []string) (*groupPass, error) {
 	in, err := a.openInputs(ctx, args)
 	if err != nil {
 		return nil, err
+	}
+	for _, n := range in.set.Repeated() {
+		// Read twice, cat's output would repeat every trajectory id and the
+		// others' counts would double; read once, say so rather than drop the
+		// copy without a word.
+		a.summary(cmd, "%s: named again, read once", n)
 	}
 	p, err := a.progress(ctx, "trajectories", totalRows(in.Reader))
 	if err != nil {

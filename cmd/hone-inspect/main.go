@@ -36,8 +36,8 @@ trajectory, groups never split), training run folders (log-eval, report)
 and model folders (tokenize, render). Inputs are files, globs, directories
 of *.parquet files (*.jsonl for from-jsonl), file:// or object-store URLs
 (s3://BUCKET/KEY?endpoint=…, a folder being a key prefix), or - for stdin;
-a file named twice is read once. Parquet output goes to -o PATH or to a
-stdout that is not a terminal.
+a file named twice is read once and named on stderr. Parquet output goes
+to -o PATH or to a stdout that is not a terminal.
 
 Exit codes: 0 ok, 1 failure, 2 bad usage or bad input, 130 interrupted.`,
 		Example: `  hone-inspect stats runs/r1/

@@ -56,7 +56,7 @@ that is not finite is the string "+Inf", "-Inf" or "NaN".`,
 }
 
 func runStats(ctx context.Context, a *app, opts statsOptions, args []string) error {
-	pass, err := a.startPass(ctx, args)
+	pass, err := a.startPass(ctx, "stats", args)
 	if err != nil {
 		return err
 	}

@@ -41,7 +41,7 @@ from-jsonl reads back.`,
 }
 
 func runToJSONL(ctx context.Context, a *app, opts toJSONLOptions, args []string) error {
-	pass, err := a.startPass(ctx, args)
+	pass, err := a.startPass(ctx, "to-jsonl", args)
 	if err != nil {
 		return err
 	}

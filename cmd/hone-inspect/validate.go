@@ -28,7 +28,7 @@ problem otherwise.`,
 }
 
 func runValidate(ctx context.Context, a *app, args []string) error {
-	pass, err := a.startPass(ctx, args)
+	pass, err := a.startPass(ctx, "validate", args)
 	if err != nil {
 		return err
 	}

@@ -28,8 +28,9 @@ func newHeadCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "head [flags] FILE|GLOB|DIR|-...",
 		Short: "Print the first trajectories as JSON lines",
-		Long: `head prints the first N trajectories of the inputs, one JSON object per line,
-in the shape to-jsonl writes (OpenAI chat messages plus Hone's fields).`,
+		Long: `head prints the first N trajectories of the inputs, one JSON object per line
+(with --pretty, each object indented over several lines), in the shape
+to-jsonl writes (OpenAI chat messages plus Hone's fields).`,
 		Example: `  hone-inspect head -n 2 scored.parquet
   hone-inspect head --pretty -n 1 runs/r1/
   hone-inspect head -n 0 scored.parquet | jq -c '{id: .trajectory_id, reward}'`,

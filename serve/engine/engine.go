@@ -663,113 +663,167 @@ func (e *Engine) compact() {
 // while the batch has room and their KV reservations fit.
 func (e *Engine) admit() {
 	for {
-		e.mu.Lock()
-		if len(e.queue) == 0 {
-			e.mu.Unlock()
-			return
-		}
-		rs := e.queue[0]
-		r := rs.r
-		if len(e.running)+r.N > e.cfg.MaxBatch {
-			e.mu.Unlock()
-			return
-		}
-		tokens := len(r.Prompt) + r.Params.MaxTokens
-		if r.Params.MaxTokens == 0 {
-			tokens = len(r.Prompt) // nothing to generate; never stepped
-		}
-		// Matched before the reservations, which may evict kept rows: the
-		// match is then the most recently used, so the last to go.
-		var pm PrefixMatch
-		var sh share
-		lookup := e.cfg.PrefixCaching && r.Params.MaxTokens > 0
-		if lookup {
-			pm = e.cache.Match(r.Adapter, r.Prompt)
-			sh = e.inFlight(r.Adapter, r.Prompt, pm.N)
-		}
-		await, awaitN := (*sequence)(nil), 0
-		if sh.wait {
-			await, awaitN = sh.from, sh.n
-		}
-		if !e.cache.Room(int64(r.N) * int64(tokens)) {
-			// Not before running sequences free memory; checked for all
-			// n at once, so that a first reservation that fits does not
-			// evict kept rows for a request that waits anyway.
-			e.mu.Unlock()
-			return
-		}
-		ids := make([]int, r.N)
-		ok := true
-		for i := range ids {
-			ids[i] = e.nextSeq
-			e.nextSeq++
-			if err := e.cache.Reserve(ids[i], tokens); err != nil {
-				for _, id := range ids[:i] {
-					e.cache.Free(id)
-				}
-				ok = false
-				break
-			}
-		}
+		a, ok := e.dequeue()
 		if !ok {
-			e.mu.Unlock()
-			return // wait for running sequences to free memory
+			return
 		}
-		e.queue = e.queue[1:]
-		e.nQueued.Store(int64(len(e.queue)))
-		e.mu.Unlock()
-
-		e.promptTokens.Add(int64(len(r.Prompt)))
-		cached := 0
-		switch {
-		case sh.from != nil && !sh.wait:
-			if e.cache.Fork(ids[0], sh.from.id, sh.n) == nil {
-				cached = sh.n
-			}
-		case sh.from == nil && pm.N > 0:
-			if e.cache.Seed(ids[0], pm) == nil {
-				cached = pm.N
-			}
-		}
-		if lookup {
-			e.prefixQueried.Add(int64(len(r.Prompt)))
-			e.reused(rs, cached)
-		}
-		rs.live = r.N
-		for i, id := range ids {
-			s := &sequence{id: id, rs: rs, choice: i, smp: newSampler(e.m.Backend(), r.Params, i), dec: e.cfg.Tokenizer.NewStreamDecoder(r.Params.SkipSpecial), stops: rs.stops.match()}
-			if r.Params.MinTokens > 0 {
-				s.smp.ban = e.endIDs(&r.Params)
-			}
-			if r.Params.repeats() {
-				s.smp.seen = make(map[int32]bool, len(r.Prompt))
-				for _, t := range r.Prompt {
-					s.smp.seen[t] = true
-				}
-			}
-			if r.Constraint != nil {
-				s.cons = r.Constraint(i)
-			}
-			switch {
-			case i == 0 && await != nil:
-				s.leader, s.pending, s.waiting, s.awaitN = true, r.Prompt, true, awaitN
-				await.deps = append(await.deps, s)
-			case i == 0:
-				s.leader, s.pending = true, r.Prompt[cached:]
-			default:
-				s.waiting = true
-			}
-			rs.seqs = append(rs.seqs, s)
-		}
-		if r.Params.MaxTokens == 0 {
-			for _, s := range rs.seqs {
-				e.finish(s, Event{Token: -1, Finish: "length"})
-			}
-			continue
-		}
-		e.running = append(e.running, rs.seqs...)
-		e.nRunning.Store(int64(len(e.running)))
+		e.start(a)
 	}
+}
+
+// admission is a request dequeued with its KV reservations (ids, one a
+// sequence) and where its prompt's rows may come from: kept rows (pm) or a
+// running sequence (sh), looked up when lookup.
+type admission struct {
+	rs     *reqState
+	ids    []int
+	pm     PrefixMatch
+	sh     share
+	lookup bool
+}
+
+// dequeue takes the first queued request off the queue, its KV rows
+// reserved, when the batch has room for its sequences and the reservations
+// fit; otherwise it leaves the queue as it is (ok false) until running
+// sequences end.
+func (e *Engine) dequeue() (a admission, ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.queue) == 0 {
+		return a, false
+	}
+	rs := e.queue[0]
+	r := rs.r
+	if len(e.running)+r.N > e.cfg.MaxBatch {
+		return a, false
+	}
+	tokens := len(r.Prompt) + r.Params.MaxTokens
+	if r.Params.MaxTokens == 0 {
+		tokens = len(r.Prompt) // nothing to generate; never stepped
+	}
+	// Matched before the reservations, which may evict kept rows: the
+	// match is then the most recently used, so the last to go.
+	a = admission{rs: rs, lookup: e.cfg.PrefixCaching && r.Params.MaxTokens > 0}
+	if a.lookup {
+		a.pm = e.cache.Match(r.Adapter, r.Prompt)
+		a.sh = e.inFlight(r.Adapter, r.Prompt, a.pm.N)
+	}
+	if !e.cache.Room(int64(r.N) * int64(tokens)) {
+		// Not before running sequences free memory; checked for all
+		// n at once, so that a first reservation that fits does not
+		// evict kept rows for a request that waits anyway.
+		return a, false
+	}
+	if a.ids, ok = e.reserve(r.N, tokens); !ok {
+		return a, false // wait for running sequences to free memory
+	}
+	e.queue = e.queue[1:]
+	e.nQueued.Store(int64(len(e.queue)))
+	return a, true
+}
+
+// reserve reserves tokens KV rows for each of n new sequences, all or
+// none: on a failure the ones reserved are freed.
+func (e *Engine) reserve(n, tokens int) ([]int, bool) {
+	ids := make([]int, n)
+	for i := range ids {
+		ids[i] = e.nextSeq
+		e.nextSeq++
+		if err := e.cache.Reserve(ids[i], tokens); err != nil {
+			for _, id := range ids[:i] {
+				e.cache.Free(id)
+			}
+			return nil, false
+		}
+	}
+	return ids, true
+}
+
+// start puts a's sequences into the running batch: the leader's prompt
+// rows seeded from the prefix cache where they can be, its siblings
+// waiting for its prefill. A request with nothing to generate ends here.
+func (e *Engine) start(a admission) {
+	rs, r := a.rs, a.rs.r
+	e.promptTokens.Add(int64(len(r.Prompt)))
+	cached := e.seedPrefix(a)
+	if a.lookup {
+		e.prefixQueried.Add(int64(len(r.Prompt)))
+		e.reused(rs, cached)
+	}
+	await, awaitN := (*sequence)(nil), 0
+	if a.sh.wait {
+		await, awaitN = a.sh.from, a.sh.n
+	}
+	rs.live = r.N
+	for i, id := range a.ids {
+		s := e.newSequence(rs, i, id)
+		switch {
+		case i == 0 && await != nil:
+			s.leader, s.pending, s.waiting, s.awaitN = true, r.Prompt, true, awaitN
+			await.deps = append(await.deps, s)
+		case i == 0:
+			s.leader, s.pending = true, r.Prompt[cached:]
+		default:
+			s.waiting = true
+		}
+		rs.seqs = append(rs.seqs, s)
+	}
+	if r.Params.MaxTokens == 0 {
+		for _, s := range rs.seqs {
+			e.finish(s, Event{Token: -1, Finish: "length"})
+		}
+		return
+	}
+	e.running = append(e.running, rs.seqs...)
+	e.nRunning.Store(int64(len(e.running)))
+}
+
+// seedPrefix gives a's leader (a.ids[0]) the rows of its prompt that a
+// running sequence already holds, or kept rows, and returns how many
+// prompt tokens it need not prefill (0 when the copy fails: it prefills
+// them all). A share to wait for is taken once its prefill is done
+// (release).
+func (e *Engine) seedPrefix(a admission) int {
+	switch {
+	case a.sh.from != nil && !a.sh.wait:
+		if e.cache.Fork(a.ids[0], a.sh.from.id, a.sh.n) == nil {
+			return a.sh.n
+		}
+	case a.sh.from == nil && a.pm.N > 0:
+		if e.cache.Seed(a.ids[0], a.pm) == nil {
+			return a.pm.N
+		}
+	}
+	return 0
+}
+
+// newSequence makes choice i of rs, KV sequence id, with its sampler,
+// stop-string matcher and constraint.
+func (e *Engine) newSequence(rs *reqState, i, id int) *sequence {
+	r := rs.r
+	s := &sequence{id: id, rs: rs, choice: i, smp: newSampler(e.m.Backend(), r.Params, i), dec: e.cfg.Tokenizer.NewStreamDecoder(r.Params.SkipSpecial), stops: rs.stops.match()}
+	if r.Params.MinTokens > 0 {
+		s.smp.ban = e.endIDs(&r.Params)
+	}
+	if r.Params.repeats() {
+		s.smp.seen = make(map[int32]bool, len(r.Prompt))
+		for _, t := range r.Prompt {
+			s.smp.seen[t] = true
+		}
+	}
+	if r.Constraint != nil {
+		s.cons = r.Constraint(i)
+	}
+	return s
+}
+
+// stepGroup is the sequences of one adapter that a step feeds, with the
+// number of each one's pending tokens fed (one when decoding, up to the
+// prefill budget of a prompt).
+type stepGroup struct {
+	ad   *model.Adapter
+	seqs []*sequence
+	feed []int
 }
 
 // step runs one model step per adapter over every sequence with pending
@@ -780,12 +834,19 @@ func (e *Engine) step() {
 	// Counted as it starts: a caller woken by the step's last event sees
 	// the step counted.
 	e.steps.Add(1)
-	type group struct {
-		ad   *model.Adapter
-		seqs []*sequence
-		feed []int // tokens of each sequence's pending ones fed this step
+	for _, g := range e.stepGroups() {
+		if !e.stepOne(g) {
+			return
+		}
 	}
-	var groups []*group
+	e.stepNanos.Add(int64(time.Since(t0)))
+	e.compact()
+}
+
+// stepGroups groups the running sequences that have tokens to feed by
+// adapter, prompts within the PrefillTokens budget.
+func (e *Engine) stepGroups() []*stepGroup {
+	var groups []*stepGroup
 	budget := e.cfg.PrefillTokens
 	for _, s := range e.running {
 		if s.done || s.waiting {
@@ -799,90 +860,102 @@ func (e *Engine) step() {
 			n = min(n, budget)
 			budget -= n
 		}
-		var g *group
+		var g *stepGroup
 		for _, x := range groups {
 			if x.ad == s.rs.r.Adapter {
 				g = x
 			}
 		}
 		if g == nil {
-			g = &group{ad: s.rs.r.Adapter}
+			g = &stepGroup{ad: s.rs.r.Adapter}
 			groups = append(groups, g)
 		}
 		g.seqs = append(g.seqs, s)
 		g.feed = append(g.feed, n)
 	}
+	return groups
+}
+
+// stepOne runs g's model call and picks the next token of each of its
+// sequences whose prompt is fed. It reports false when Shutdown gave up on
+// the step while the call was stuck: finishing its sequences would call
+// their Done hooks and free their rows, which loop leaves alone once it
+// gave up.
+func (e *Engine) stepOne(g *stepGroup) bool {
+	in := make([]model.StepInput, len(g.seqs))
+	for i, s := range g.seqs {
+		in[i] = model.StepInput{Seq: s.id, IDs: s.pending[:g.feed[i]]}
+	}
+	// The logits buffer is reused step after step: nothing keeps a row
+	// past this group's picks (a forked sequence gets a copy).
+	var logits []float32
+	var err error
+	if e.chooser != nil {
+		logits, err = e.m.StepDevice(context.Background(), e.cache, in, g.ad, e.dlogits)
+	} else {
+		logits, err = e.m.StepInto(context.Background(), e.cache, in, g.ad, e.logits)
+	}
+	if e.gaveUp() {
+		return false
+	}
+	if err != nil {
+		e.log.Error("model step failed", "sequences", len(in), "err", err)
+		for _, s := range g.seqs {
+			for _, t := range s.rs.seqs {
+				e.finish(t, Event{Token: -1, Err: fmt.Errorf("model step: %w", err)})
+			}
+		}
+		return true
+	}
+	jobs := e.fedJobs(g)
 	V := e.m.Config.Vocab
-	for _, g := range groups {
-		in := make([]model.StepInput, len(g.seqs))
-		for i, s := range g.seqs {
-			in[i] = model.StepInput{Seq: s.id, IDs: s.pending[:g.feed[i]]}
-		}
-		// The logits buffer is reused step after step: nothing keeps a
-		// row past this group's picks (a forked sequence gets a copy).
-		var logits []float32
-		var err error
-		if e.chooser != nil {
-			logits, err = e.m.StepDevice(context.Background(), e.cache, in, g.ad, e.dlogits)
-		} else {
-			logits, err = e.m.StepInto(context.Background(), e.cache, in, g.ad, e.logits)
-		}
-		if e.gaveUp() {
-			// Shutdown gave up while this call was stuck: finishing its
-			// sequences would call their Done hooks and free their rows,
-			// which loop leaves alone once it gave up.
-			return
-		}
-		if err != nil {
-			e.log.Error("model step failed", "sequences", len(in), "err", err)
-			for _, s := range g.seqs {
-				for _, t := range s.rs.seqs {
-					e.finish(t, Event{Token: -1, Err: fmt.Errorf("model step: %w", err)})
-				}
-			}
-			continue
-		}
-		var jobs []pickJob
-		for i, s := range g.seqs {
-			if s.pending = s.pending[g.feed[i]:]; len(s.pending) > 0 {
-				continue // more of the prompt next step; these logits are not needed
-			}
-			for _, d := range s.deps {
-				e.release(d, s)
-			}
-			s.deps = nil
-			if s.leader {
-				s.leader = false
-				for _, t := range s.rs.seqs[1:] {
-					if t.done {
-						continue
-					}
-					if err := e.cache.Fork(t.id, s.id, len(s.rs.r.Prompt)); err != nil {
-						e.finish(t, Event{Token: -1, Err: err})
-						continue
-					}
-					t.waiting = false
-					jobs = append(jobs, pickJob{s: t, at: i, fork: true})
-				}
-			}
-			jobs = append(jobs, pickJob{s: s, at: i})
-		}
-		if e.chooser != nil {
-			e.dlogits = logits
-			e.chooseOnDevice(jobs, logits, V)
-		} else {
-			e.logits = logits
-			for k := range jobs {
-				jobs[k].setRow(logits, V)
-			}
-		}
-		pickAll(jobs)
-		for _, j := range jobs {
-			e.emit(j.s, j.pick)
+	if e.chooser != nil {
+		e.dlogits = logits
+		e.chooseOnDevice(jobs, logits, V)
+	} else {
+		e.logits = logits
+		for k := range jobs {
+			jobs[k].setRow(logits, V)
 		}
 	}
-	e.stepNanos.Add(int64(time.Since(t0)))
-	e.compact()
+	pickAll(jobs)
+	for _, j := range jobs {
+		e.emit(j.s, j.pick)
+	}
+	return true
+}
+
+// fedJobs advances g's sequences past the tokens fed and returns the picks
+// due: one for each sequence whose prompt is now fed, and for a leader's
+// siblings, which start from a copy of its rows. Leaders waiting for a
+// prefilled prompt are let go.
+func (e *Engine) fedJobs(g *stepGroup) []pickJob {
+	var jobs []pickJob
+	for i, s := range g.seqs {
+		if s.pending = s.pending[g.feed[i]:]; len(s.pending) > 0 {
+			continue // more of the prompt next step; these logits are not needed
+		}
+		for _, d := range s.deps {
+			e.release(d, s)
+		}
+		s.deps = nil
+		if s.leader {
+			s.leader = false
+			for _, t := range s.rs.seqs[1:] {
+				if t.done {
+					continue
+				}
+				if err := e.cache.Fork(t.id, s.id, len(s.rs.r.Prompt)); err != nil {
+					e.finish(t, Event{Token: -1, Err: err})
+					continue
+				}
+				t.waiting = false
+				jobs = append(jobs, pickJob{s: t, at: i, fork: true})
+			}
+		}
+		jobs = append(jobs, pickJob{s: s, at: i})
+	}
+	return jobs
 }
 
 // pickJob is one sequence's sampling work of a step: its logits row (at,

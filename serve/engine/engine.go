@@ -878,10 +878,14 @@ func (e *Engine) stepGroups() []*stepGroup {
 
 // stepOne runs g's model call and picks the next token of each of its
 // sequences whose prompt is fed. It reports false when Shutdown gave up on
-// the step while the call was stuck: finishing its sequences would call
-// their Done hooks and free their rows, which loop leaves alone once it
-// gave up.
+// the step (ErrStepStuck) before the call, during it or during the picks:
+// then nothing more is asked of the backend, and no sequence is finished
+// (which would call Done hooks and free rows), as loop leaves everything
+// alone once it gave up; the requests' Next fail with ErrStepStuck.
 func (e *Engine) stepOne(g *stepGroup) bool {
+	if e.gaveUp() { // during an earlier group's picks or events
+		return false
+	}
 	in := make([]model.StepInput, len(g.seqs))
 	for i, s := range g.seqs {
 		in[i] = model.StepInput{Seq: s.id, IDs: s.pending[:g.feed[i]]}
@@ -919,6 +923,9 @@ func (e *Engine) stepOne(g *stepGroup) bool {
 		}
 	}
 	pickAll(jobs)
+	if e.gaveUp() { // the picks were stuck: their tokens go nowhere
+		return false
+	}
 	for _, j := range jobs {
 		e.emit(j.s, j.pick)
 	}

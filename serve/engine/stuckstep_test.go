@@ -143,3 +143,71 @@ func TestStuckStepReturnsLateTouchesNothing(t *testing.T) {
 		t.Errorf("%d Done hooks called after Shutdown gave up on the step, want none", n)
 	}
 }
+
+// blockingMask is a Constraint whose Mask, the step's sampling, blocks
+// until release is closed: a step stuck after its model call returned.
+type blockingMask struct {
+	inside  *atomic.Bool
+	release chan struct{}
+}
+
+func (c blockingMask) Mask([]float32) {
+	c.inside.Store(true)
+	<-c.release
+}
+
+func (c blockingMask) Accept(int32) error { return nil }
+
+// TestGiveUpDuringSampling: when Shutdown gives up on a step stuck in its
+// sampling (after the model call returned), the step that comes back later
+// delivers nothing and touches nothing: its sequence is not finished (no
+// Done hook, no free of its rows asked of a backend that may be wedged),
+// and the request's Next fails with ErrClosed and ErrStepStuck rather than
+// handing out a token and a finish after Shutdown said it gave up. Before,
+// gaveUp was checked only after the model call, so the step went on to
+// emit the token, finish the sequence, call its Done hook and free its
+// rows; with a wedged free, the engine's goroutine never ended.
+func TestGiveUpDuringSampling(t *testing.T) {
+	be := &wedgedBackend{hangingBackend: &hangingBackend{Backend: ref.New(), release: make(chan struct{})}, unwedge: make(chan struct{})}
+	m, tok := tinyOn(t, be)
+	t.Cleanup(func() { close(be.unwedge) })
+	e := New(m, Config{MaxBatch: 1, Tokenizer: tok, StopGrace: 50 * time.Millisecond})
+	var inside atomic.Bool
+	release := make(chan struct{})
+	var done atomic.Int64
+	h, err := e.Submit(&Request{Ctx: context.Background(), Prompt: []int32{1, 2, 3}, N: 1,
+		Params: Params{MaxTokens: 1, Temperature: 1}, Done: func() { done.Add(1) },
+		Constraint: func(int) Constraint { return blockingMask{inside: &inside, release: release} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitfor.Until(t, 10*time.Second, "the step to be sampling", inside.Load)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := e.Shutdown(ctx); !errors.Is(err, ErrStepStuck) {
+		t.Fatalf("Shutdown: %v, want ErrStepStuck", err)
+	}
+	be.wedged.Store(true)
+	close(release)
+	stopped := func() bool {
+		select {
+		case <-e.stopped:
+			return true
+		default:
+			return false
+		}
+	}
+	waitfor.Until(t, 10*time.Second, "the engine's goroutine to end once the stuck sampling came back", stopped)
+	if n := be.freed.Load(); n != 0 {
+		t.Errorf("%d frees asked of the backend after Shutdown gave up on it, want none", n)
+	}
+	if n := done.Load(); n != 0 {
+		t.Errorf("%d Done hooks called after Shutdown gave up on the step, want none", n)
+	}
+	nctx, ncancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer ncancel()
+	evs, fin, err := h.Next(nctx)
+	if !errors.Is(err, ErrClosed) || !errors.Is(err, ErrStepStuck) {
+		t.Fatalf("Next after the give-up: events %+v, done %v, err %v; want ErrClosed and ErrStepStuck", evs, fin, err)
+	}
+}

@@ -154,7 +154,8 @@ func NewServer(o Options) (*Server, error) {
 		PrefixCaching: !o.DisablePrefixCaching, EOS: eos, Tokenizer: tok, Log: o.Log,
 	})
 	if o.Adapters != "" {
-		s.reg = adapters.New(adapters.Options{Dir: o.Adapters, Config: &m.Config, MaxKeep: o.MaxAdapters, Log: o.Log, Backend: m.Backend()})
+		s.reg = adapters.New(adapters.Options{Dir: o.Adapters, Config: &m.Config, MaxKeep: o.MaxAdapters, Log: o.Log, Backend: m.Backend(),
+			ModelPath: o.Model, ModelName: s.name})
 		s.reg.Poll(context.Background())
 	}
 	return s, nil

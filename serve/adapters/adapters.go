@@ -9,10 +9,12 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/hone-rl/hone/format/peft"
 	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/train/model"
@@ -84,6 +86,12 @@ type Options struct {
 	Config  *model.Config // the base model's, to check shapes
 	MaxKeep int           // steps kept loaded per run: the current one and the most recently current others (default 2)
 	Log     *slog.Logger
+	// ModelPath and ModelName are the served model's folder and its name
+	// in the API: a step whose adapter_config.json base_model_name_or_path
+	// names neither (nor their last path element) is served with a warning,
+	// its shapes matching the model's being no proof that it was trained on
+	// it. Both empty: no such warning.
+	ModelPath, ModelName string
 	// Backend is the model's backend: each adapter is placed on it as it
 	// loads (model.Adapter.Place); nil leaves adapters in Go memory, which
 	// only a host backend can read. A step the registry drops (beyond
@@ -124,7 +132,8 @@ type Registry struct {
 	failed map[string]stamp // step dirs that failed, by real path, until they change
 	// warned holds the warning last logged per condition ("" for the
 	// adapters folder, else the run name), so that a condition that lasts
-	// is logged once, and again only when it changes or comes back.
+	// is logged once, and again only when it changes or comes back
+	// (baseKey's: the other base model named).
 	warned map[string]string
 }
 
@@ -253,13 +262,7 @@ func (r *Registry) pollRun(name string) bool {
 	if f, ok := r.failed[step.Real]; ok && f == st {
 		return false // refused before and unchanged since
 	}
-	w, err := model.ReadAdapter(step.Real, r.o.Config)
-	if err == nil {
-		err = checkFinite(w)
-		if err != nil {
-			err = fmt.Errorf("%s: %w", step.Dir, err)
-		}
-	}
+	w, base, err := readStep(step, r.o.Config)
 	if err != nil {
 		r.failed[step.Real] = st
 		r.o.Log.Error("adapters: refusing adapter; the previous one keeps serving", "dir", step.Dir, "err", err)
@@ -284,7 +287,88 @@ func (r *Registry) pollRun(name string) bool {
 		d.unref()
 	}
 	r.o.Log.Info("adapters: loaded", "model", a.Name(), "dir", step.Dir)
+	r.checkBase(name, step.Dir, base)
 	return true
+}
+
+// readStep reads step's adapter for a model of shape c, its tensors
+// checked finite, and the base_model_name_or_path its adapter_config.json
+// names ("" when none).
+func readStep(step runfolder.Current, c *model.Config) (*model.Adapter, string, error) {
+	pa, err := peft.Read(step.Real)
+	if err != nil {
+		return nil, "", err
+	}
+	w, err := model.FromPEFT(c, pa)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", step.Real, err)
+	}
+	if err := checkFinite(w); err != nil {
+		return nil, "", fmt.Errorf("%s: %w", step.Dir, err)
+	}
+	return w, pa.Config.BaseModelNameOrPath, nil
+}
+
+// checkBase warns when the step of run in dir names, as its base model,
+// another model than the one served (Options.ModelPath, ModelName): a
+// matching shape (the same family and size) loads it, yet its deltas were
+// learnt against other weights. Said once while the run's steps keep
+// naming the same base; a step naming the served model again clears it.
+func (r *Registry) checkBase(run, dir, base string) {
+	key := baseKey(run)
+	if base == "" || r.o.ModelPath == "" && r.o.ModelName == "" || sameModel(base, r.o.ModelPath, r.o.ModelName) {
+		r.clearWarning(key)
+		return
+	}
+	if r.warned[key] == base {
+		return
+	}
+	r.warned[key] = base
+	r.o.Log.Warn("adapters: the adapter names another base model than the one served; its outputs may be meaningless",
+		"dir", dir, "base_model_name_or_path", base, "served_model", r.o.ModelPath, "served_name", r.o.ModelName)
+}
+
+// baseKey is warned's key for run name's steps naming another base model
+// (its value is that base).
+func baseKey(name string) string { return name + " base" }
+
+// sameModel reports whether base, an adapter's base_model_name_or_path,
+// may name a model of the served names (its folder, its API name): one of
+// the names each goes by (modelNames) is the same. Only a clear difference
+// is warned about: a hub id "Org/Name" and a local folder ".../Name" are
+// the same model.
+func sameModel(base string, served ...string) bool {
+	names := modelNames(base)
+	for _, s := range served {
+		for _, n := range modelNames(s) {
+			if slices.Contains(names, n) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// modelNames are the names path p goes by, lower-cased (a folder copied
+// from the hub may differ in case): its last element and, for a folder
+// inside a Hugging Face cache (.../models--Org--Name/snapshots/<revision>),
+// the repository's name.
+func modelNames(p string) []string {
+	parts := strings.FieldsFunc(strings.ToLower(p), func(c rune) bool { return c == '/' || c == '\\' })
+	if len(parts) == 0 {
+		return nil
+	}
+	names := []string{parts[len(parts)-1]}
+	for _, e := range parts {
+		if repo, ok := strings.CutPrefix(e, "models--"); ok {
+			_, name, found := strings.Cut(repo, "--")
+			if !found {
+				name = repo
+			}
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // Close forgets every loaded adapter (Resolve fails afterwards; Poll loads

@@ -288,13 +288,17 @@ func unfinishedParquet(b []byte) bool {
 func readPending(ctx context.Context, watchDir string, sess *checkpoint.Session, log *slog.Logger) ([][]byte, error) {
 	held := make([][]byte, len(sess.Files))
 	found := make([]bool, len(sess.Files))
+	// Why a recorded path could not be read (a permission, a folder in its
+	// place): the error for a file found nowhere names it, rather than only
+	// the sha256 the path no longer gave.
+	readErr := make([]error, len(sess.Files))
 	var missing []int
 	for i, f := range sess.Files {
 		now, b, err := checkpoint.ReadInput(ctx, f.Path)
 		if err == nil && now.SHA256 == f.SHA256 {
 			held[i], found[i] = b, true
 		} else {
-			missing = append(missing, i)
+			missing, readErr[i] = append(missing, i), err
 		}
 	}
 	if len(missing) == 0 {
@@ -307,6 +311,10 @@ func readPending(ctx context.Context, watchDir string, sess *checkpoint.Session,
 		if f := sess.Files[i]; !found[i] {
 			// Named as the user names them: an object's query
 			// (endpoint=…) says nothing of which file is missing.
+			if readErr[i] != nil {
+				return nil, fmt.Errorf("unfinished session from step %d needs %s unchanged (sha256 %s), which %s does not hold; reading it at that path: %w",
+					sess.StartStep, fileset.DisplayName(f.Path), f.SHA256, fileset.DisplayName(watchDir), readErr[i])
+			}
 			return nil, fmt.Errorf("unfinished session from step %d needs %s unchanged (sha256 %s), which neither that path nor %s holds",
 				sess.StartStep, fileset.DisplayName(f.Path), f.SHA256, fileset.DisplayName(watchDir))
 		}

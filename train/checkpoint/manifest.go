@@ -50,6 +50,14 @@ type FileEntry struct {
 	// inode): a path that names another file since (a symbolic link
 	// retargeted) is read again though its size and time are the same.
 	FileID string `json:"file_id,omitempty"`
+	// Groups digests the ids of the groups a --watch-dir session trained
+	// from the file, as Session.Groups does a named-file session's: a
+	// later watch session of other files with the same groups (a file
+	// re-scored) is told apart by it. Empty for a named-file session's
+	// files (their session keeps them), a file consumed untrained (only
+	// held-out rows), and in a manifest written before it was kept (no
+	// check then).
+	Groups string `json:"groups,omitempty"`
 }
 
 // RacyWindow is how much older than the moment it was statted and hashed
@@ -94,7 +102,8 @@ func (e *FileEntry) setStat(st fileset.FileInfo, at time.Time) {
 
 // Session is one training session: which files, from which step to which.
 // Index counts the sessions of a run given input files (0 for the first);
-// --watch-dir sessions leave it 0.
+// --watch-dir sessions leave it 0, and record their groups by file
+// (FileEntry.Groups) once consumed.
 type Session struct {
 	Index     int         `json:"index,omitempty"`
 	Files     []FileEntry `json:"files"`

@@ -81,4 +81,6 @@
 // restarted, by the next one. Files consumed stay consumed when latest is
 // moved back past their session's end: a call then warns, naming them
 // (their entries removed from the manifest, they are trained again).
+// Each consumed file records the digests of the groups trained from it,
+// so a new file holding them (a re-scored copy) is warned of once.
 package grpojob

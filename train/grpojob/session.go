@@ -134,12 +134,23 @@ func warnGroupsAgain(prep *trainer.Prepared, man checkpoint.Manifest, sess check
 			trained[k] = s.Index
 		}
 	}
+	n, ids, files, sessions := groupsAgain(gs, trained, seen)
+	if n > 0 {
+		slices.Sort(sessions)
+		log.Warn("groups the run already trained are trained again in this session, from other files with the same group ids (a file re-scored, or the file a scored one was made from); to train only new groups, name only files of new groups",
+			"session", sess.Index, "groups", n, "first", ids, "files", files, "trained_in_sessions", sessions)
+	}
+	return nil
+}
+
+// groupsAgain counts the groups of gs, of files other than those seen,
+// whose id digests trained holds, and returns the first few of their ids,
+// the files they are in (named without an object's bucket query) and
+// where trained says each was trained, each listed once.
+func groupsAgain[T comparable](gs []group, trained map[uint64]T, seen map[string]bool) (n int, ids, files []string, where []T) {
 	const shown = 5
-	var ids, files []string
-	var sessions []int
-	n := 0
 	for _, g := range gs {
-		idx, ok := trained[groupKey(g.ID)]
+		w, ok := trained[groupKey(g.ID)]
 		if !ok || seen[g.File] {
 			continue
 		}
@@ -150,16 +161,11 @@ func warnGroupsAgain(prep *trainer.Prepared, man checkpoint.Manifest, sess check
 		if name := fileset.DisplayName(g.File); !slices.Contains(files, name) {
 			files = append(files, name)
 		}
-		if !slices.Contains(sessions, idx) {
-			sessions = append(sessions, idx)
+		if !slices.Contains(where, w) {
+			where = append(where, w)
 		}
 	}
-	if n > 0 {
-		slices.Sort(sessions)
-		log.Warn("groups the run already trained are trained again in this session, from other files with the same group ids (a file re-scored, or the file a scored one was made from); to train only new groups, name only files of new groups",
-			"session", sess.Index, "groups", n, "first", ids, "files", files, "trained_in_sessions", sessions)
-	}
-	return nil
+	return n, ids, files, where
 }
 
 // groupKey is the digest of a group id that Session.Groups keeps: the

@@ -122,17 +122,64 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 			return err
 		}
 		log.Info("training on new files", "files", len(files), "first_step", sess.StartStep+1, "last_step", sess.EndStep)
+		if err := warnConsumedGroupsAgain(run, man, prep.Done, gs, log); err != nil {
+			return err
+		}
 	}
 	extra, _ := json.Marshal(sess)
 	if err := train(ctx, prep, o, gs, sess.StartStep, sess.EndStep, o.Seed+uint64(sess.StartStep), extra, log); err != nil {
 		return err
 	}
+	return consume(run, man, sess, gs)
+}
+
+// consume moves the files of the finished session sess from man's pending
+// session to its consumed ones, each with the step the session ended at
+// and the digest of the groups gs trained from it (FileEntry.Groups), and
+// writes man.
+func consume(run *checkpoint.Run, man checkpoint.Manifest, sess *checkpoint.Session, gs []group) error {
 	for _, f := range sess.Files {
 		f.Step = sess.EndStep
+		var of []group
+		for _, g := range gs {
+			if g.File == f.Path {
+				of = append(of, g)
+			}
+		}
+		f.Groups = groupDigest(of)
 		man.Consumed = append(man.Consumed, f)
 	}
 	man.Pending = nil
 	return run.WriteManifest(man)
+}
+
+// warnConsumedGroupsAgain warns, once, when groups of a new watch
+// session's files (gs) have ids that a consumed file trained (by step
+// done, which the run still has): the same groups in other bytes, as a
+// file re-scored, or the proxy's file and a hone-score output made from
+// it both landed in the folder, have. A named-file session is warned of
+// this (warnGroupsAgain); a watch call trained them again without a word.
+// Retraining may be meant, so it is never refused. A file consumed
+// without its groups recorded is not checked.
+func warnConsumedGroupsAgain(run *checkpoint.Run, man checkpoint.Manifest, done int, gs []group, log *slog.Logger) error {
+	trained := map[uint64]string{} // group id digest: the consumed file that trained it
+	for _, f := range man.Consumed {
+		if f.Step > done || f.Groups == "" {
+			continue
+		}
+		keys, err := digestKeys(f.Groups)
+		if err != nil {
+			return fmt.Errorf("grpo: %s: consumed %s: groups: %w", filepath.Join(run.Dir, checkpoint.ManifestName), fileset.DisplayName(f.Path), err)
+		}
+		for _, k := range keys {
+			trained[k] = fmt.Sprintf("%s (consumed at step %d)", fileset.DisplayName(f.Path), f.Step)
+		}
+	}
+	if n, ids, files, from := groupsAgain(gs, trained, nil); n > 0 {
+		log.Warn("groups the run already trained are trained again in this session, from new files with the same group ids as consumed ones (a file re-scored, or the file a scored one was made from); to train only new groups, keep one file of each group in the folder",
+			"groups", n, "first", ids, "files", files, "trained_from", from)
+	}
+	return nil
 }
 
 // finishPending readies the unfinished session of man (man.Pending) of

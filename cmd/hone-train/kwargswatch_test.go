@@ -16,7 +16,11 @@ import (
 // given the run's flag, goes on. Watch mode compared the flag with the
 // run's before reading any row, and refused such a call ("option
 // "chat_template_kwargs" differs"). Where the flag lays out a new row,
-// or no row is read (nothing new), a flag that differs stays refused.
+// or no row is read (nothing new), a flag that differs stays refused,
+// unless no call of the run laid out a row under its value (the first
+// call's rows all recorded their own): that value was no choice of the
+// user's, and the call that first lays out rows under the flag gives the
+// run's (it was refused too, TestKwargsFlagAfterIdleFirstSession).
 func TestWatchKwargsFlagOnRecordedRows(t *testing.T) {
 	dir := t.TempDir()
 	md := scoredFixture(t, dir, filepath.Join(dir, "s"), "a")
@@ -31,7 +35,8 @@ func TestWatchKwargsFlagOnRecordedRows(t *testing.T) {
 	}{
 		{"add", nil, flag, `{"prefix":"P"}`, 0, false},
 		{"drop", flag, nil, `{"prefix":"P"}`, 0, true},
-		{"add-unrecorded", nil, flag, "", cli.ExitUsage, false},
+		{"add-unrecorded", nil, flag, "", 0, false},
+		{"add-after-unrecorded", []string{}, flag, "", cli.ExitUsage, false}, // first: no flag, on unrecorded rows
 		{"drop-nothing-new", flag, nil, "-", cli.ExitUsage, false},
 	} {
 		watch := filepath.Join(dir, "w-"+c.name)

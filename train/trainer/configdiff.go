@@ -142,6 +142,10 @@ func samePaths(a, b any) bool {
 // out none, and the job lets a resume change it (RowKwargs.MayChange).
 const kwargsKey = "chat_template_kwargs"
 
+// kwargsIdleKey is the config key of Options.KwargsIdle: a record of the
+// run's calls, not an option, so never compared.
+const kwargsIdleKey = "chat_template_kwargs_idle"
+
 // sameJSONText reports whether a and b are strings holding equal JSON
 // values: {"enable_thinking":false} and { "enable_thinking": false } give
 // the template the same kwargs, whatever their spacing or key order.

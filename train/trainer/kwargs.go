@@ -119,8 +119,10 @@ func DeferKwargs(o *Options) {
 // run's value that Setup gave o (prep resumed a step; a fresh run has
 // nothing to compare). Where the flag laid out none of the rows
 // (k.MayChange names the key: each recorded its own) or equals the
-// run's, o takes the run's value, which the steps save; otherwise it is
-// the usage error Setup gives for a changed option. A nil k, or one that
+// run's, o takes the run's value, which the steps save; where no call of
+// the run laid out a row under the run's (Options.KwargsIdle), o keeps
+// the command's, which the rows read were laid out under; otherwise it
+// is the usage error Setup gives for a changed option. A nil k, or one that
 // read no row (nothing new), leaves the flag compared. The call not
 // refused, the checkpoint options Setup left unapplied are applied.
 func CheckDeferredKwargs(prep *Prepared, o *Options, run string, k *RowKwargs) error {
@@ -137,11 +139,20 @@ func CheckDeferredKwargs(prep *Prepared, o *Options, run string, k *RowKwargs) e
 
 // compareDeferredKwargs is CheckDeferredKwargs's comparison.
 func compareDeferredKwargs(prep *Prepared, o *Options, run string, k *RowKwargs) error {
+	idle := slices.Contains(k.MayChange(nil), kwargsKey) // the flag laid out none of the rows
 	if prep.Done == 0 {
+		o.KwargsIdle = idle
 		return nil
 	}
-	if flag := o.TemplateKwargs; flag == run || sameJSONText(flag, run) || slices.Contains(k.MayChange(nil), kwargsKey) {
+	if flag := o.TemplateKwargs; idle || flag == run || sameJSONText(flag, run) {
 		o.TemplateKwargs = run
+		o.KwargsIdle = prep.kwargsIdle && idle
+		return nil
+	}
+	if prep.kwargsIdle && k != nil {
+		// No call of the run laid out a row under its value (KwargsIdle):
+		// the command's, laying out rows now, becomes the run's.
+		o.KwargsIdle = false
 		return nil
 	}
 	// The same words as Setup's refusal: configs of this key alone, as

@@ -90,6 +90,13 @@ type Options struct {
 	BestMode   string `json:"best_mode"`
 
 	TemplateKwargs string `json:"chat_template_kwargs,omitempty"`
+	// KwargsIdle records that no call of the run has laid a row out under
+	// TemplateKwargs yet (every row read recorded its own: RowKwargs), so
+	// that the value saved is no choice of the user's and the first call
+	// whose flag lays out rows may give any (keepIdleKwargs). Set by
+	// Setup and CheckDeferredKwargs; a config saved before it was kept
+	// lacks it, and its value stays compared.
+	KwargsIdle bool `json:"chat_template_kwargs_idle,omitempty"`
 
 	// DType is how the base model's matrices are held: "float32" or
 	// "bfloat16" (normalised by Validate). Configs saved before the flag
@@ -373,6 +380,9 @@ type Prepared struct {
 	// leaves to CheckDeferredKwargs where the job set DeferKwargs; nil
 	// when there is nothing left to apply.
 	applyDeferred func() error
+	// kwargsIdle is the resumed run's saved KwargsIdle, for
+	// CheckDeferredKwargs.
+	kwargsIdle bool
 }
 
 // Close frees the optimizer's and the adapter's memory on the model's
@@ -548,10 +558,15 @@ func Setup(ctx context.Context, base *Base, o *Options, config any, resume Resum
 					"option", c.key, "run_has", c.run, "command_gives", c.now, "run", run.Dir)
 			}
 		}
-		if err := refuseChanges(run, last, saved, now, o.MayChange); err != nil {
+		prep.kwargsIdle = savedKwargsIdle(saved)
+		mayChange := o.MayChange
+		if prep.kwargsIdle {
+			mayChange = append(slices.Clone(mayChange), kwargsKey)
+		}
+		if err := refuseChanges(run, last, saved, now, mayChange); err != nil {
 			return nil, err
 		}
-		keepIdleKwargs(saved, o)
+		keepIdleKwargs(saved, prep.kwargsIdle, o)
 		prep.Ad, prep.Opt, prep.State, err = Restore(run, last, m, o.AdamWParams(), o.MaxGradNorm)
 		if err != nil {
 			return nil, err
@@ -584,6 +599,10 @@ func Setup(ctx context.Context, base *Base, o *Options, config any, resume Resum
 		log.Warn("--resume: the run folder has no step to continue from: starting a fresh run (check --run and --out if you meant an existing run)",
 			"run", run.Dir)
 	}
+	// A fresh run's flag is idle where it laid out none of the rows
+	// (RowKwargs.MayChange); a deferred comparison learns that only once
+	// the rows are read (CheckDeferredKwargs).
+	o.KwargsIdle = !o.deferKwargs && slices.Contains(o.MayChange, kwargsKey)
 	if err := run.DropStepsAfter(0); err != nil { // nor step folders, which no latest named
 		return nil, err
 	}
@@ -636,7 +655,7 @@ func freshAdapter(m *model.Model, o *Options, initAd *model.Adapter) (*model.Ada
 // "steps", "epochs", mayChange, the backend keys and the checkpoint
 // options (configDiff). It is nil when there is none.
 func refuseChanges(run *checkpoint.Run, last int, saved, now []byte, mayChange []string) error {
-	diff := configDiff(saved, now, slices.Concat(mayChange, backendKeys(), checkpointKeys(), []string{"steps_cross_epochs"})...)
+	diff := configDiff(saved, now, slices.Concat(mayChange, backendKeys(), checkpointKeys(), []string{"steps_cross_epochs", kwargsIdleKey})...)
 	if len(diff) == 0 {
 		return nil
 	}
@@ -652,17 +671,32 @@ func refuseChanges(run *checkpoint.Run, last int, saved, now []byte, mayChange [
 // config where the command's laid out no row (o.MayChange names it:
 // RowKwargs.MayChange), so that the steps it saves keep the run's value
 // and a later call on rows that record none is compared with that, not
-// with what a call that changed nothing happened to give.
-func keepIdleKwargs(saved []byte, o *Options) {
+// with what a call that changed nothing happened to give; the run's flag
+// stays idle (KwargsIdle) as it was. A command's flag that lays out rows
+// is the run's from here: it was compared unless the run's was idle
+// (runIdle), and the run's flag is idle no more.
+func keepIdleKwargs(saved []byte, runIdle bool, o *Options) {
 	if !slices.Contains(o.MayChange, kwargsKey) {
+		o.KwargsIdle = false
 		return
 	}
+	o.KwargsIdle = runIdle
 	var c struct {
 		Kwargs string `json:"chat_template_kwargs"`
 	}
 	if json.Unmarshal(saved, &c) == nil {
 		o.TemplateKwargs = c.Kwargs
 	}
+}
+
+// savedKwargsIdle is the KwargsIdle of a run's saved config: false where
+// the key is absent (a config saved before it was kept) or the config is
+// not a JSON object (configDiff's to report).
+func savedKwargsIdle(saved []byte) bool {
+	var c struct {
+		Idle bool `json:"chat_template_kwargs_idle"`
+	}
+	return json.Unmarshal(saved, &c) == nil && c.Idle
 }
 
 // savedCrossEpochs is the StepsCrossEpochs of a run's saved config: its

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"log/slog"
 	"math"
 	"net/http"
 	"os"
@@ -115,13 +114,8 @@ func TestWatchPendingObjectChangedNamesItWithoutQuery(t *testing.T) {
 	writeGroups(t, md, name, 2, 3, varied)
 	o := baseOptions(md, dir, "cron")
 	o.WatchDir, o.GroupsPerStep, o.Steps = "s3://bkt/incoming/"+s.query, 1, 2
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	var log bytes.Buffer
-	stop := slog.New(cancelAfterStep{Handler: slog.NewTextHandler(&log, nil), cancel: cancel})
-	if err := runWith(ctx, backend(t), o, stop); !errors.Is(err, context.Canceled) {
-		t.Fatalf("the stopped call: %v, want context.Canceled\n%s", err, log.String())
-	}
+	stopAfterFirstStep(t, o, &log)
 	writeGroups(t, md, name, 2, 3, squares)
 	err := runWith(context.Background(), backend(t), o, textLog(&log))
 	if err == nil || !strings.Contains(err.Error(), "needs s3://bkt/incoming/round1.parquet unchanged") ||

@@ -29,6 +29,19 @@ func (h cancelAfterStep) Handle(ctx context.Context, r slog.Record) error {
 	return h.Handler.Handle(ctx, r)
 }
 
+// stopAfterFirstStep runs a call with o stopped after its first step (as
+// a kill between two steps would stop it), its log in log, and fails the
+// test unless the call ended on the stop.
+func stopAfterFirstStep(t *testing.T, o Options, log *bytes.Buffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stop := slog.New(cancelAfterStep{Handler: slog.NewTextHandler(log, nil), cancel: cancel})
+	if err := runWith(ctx, backend(t), o, stop); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the stopped call: %v, want context.Canceled\n%s", err, log.String())
+	}
+}
+
 // TestWatchPendingSessionFolderMoved: a watch session stopped midway is
 // finished by the next call even when that call names the folder another
 // way (moved, or relative where the first was absolute), as a new session
@@ -41,13 +54,8 @@ func TestWatchPendingSessionFolderMoved(t *testing.T) {
 	watch := watchFolder(t, dir, md)
 	o := baseOptions(md, dir, "cron")
 	o.WatchDir, o.GroupsPerStep, o.Steps = watch, 1, 2
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	var log bytes.Buffer
-	stop := slog.New(cancelAfterStep{Handler: slog.NewTextHandler(&log, nil), cancel: cancel})
-	if err := runWith(ctx, backend(t), o, stop); !errors.Is(err, context.Canceled) {
-		t.Fatalf("the stopped call: %v, want context.Canceled\n%s", err, log.String())
-	}
+	stopAfterFirstStep(t, o, &log)
 	run := &checkpoint.Run{Dir: filepath.Join(dir, "cron")}
 	if man, err := run.ReadManifest(); err != nil || man.Pending == nil {
 		t.Fatalf("after the stop: manifest %+v, %v; want a pending session", man, err)

@@ -3,8 +3,6 @@ package grpojob
 import (
 	"bytes"
 	"context"
-	"errors"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -45,13 +43,8 @@ func TestWatchPendingSessionFoundPastOtherFiles(t *testing.T) {
 	s3.put(t, bucket, "first/round1.parquet", b1)
 	o := baseOptions(md, dir, "cron")
 	o.WatchDir, o.GroupsPerStep, o.Steps = "s3://"+bucket+"/first/"+s3.query, 1, 2
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	var log bytes.Buffer
-	stop := slog.New(cancelAfterStep{Handler: slog.NewTextHandler(&log, nil), cancel: cancel})
-	if err := runWith(ctx, backend(t), o, stop); !errors.Is(err, context.Canceled) {
-		t.Fatalf("the stopped call: %v, want context.Canceled\n%s", err, log.String())
-	}
+	stopAfterFirstStep(t, o, &log)
 	// The folder moves: round1 under incoming/, beside a file of another
 	// size and one of round1's size whose reads fail.
 	if _, err := s3.be.DeleteObject(bucket, "first/round1.parquet"); err != nil {

@@ -3,8 +3,6 @@ package grpojob
 import (
 	"bytes"
 	"context"
-	"errors"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,13 +23,8 @@ func TestWatchPendingFileUnreadable(t *testing.T) {
 	watch := watchFolder(t, dir, md)
 	o := baseOptions(md, dir, "cron")
 	o.WatchDir, o.GroupsPerStep, o.Steps = watch, 1, 2
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	var log bytes.Buffer
-	stop := slog.New(cancelAfterStep{Handler: slog.NewTextHandler(&log, nil), cancel: cancel})
-	if err := runWith(ctx, backend(t), o, stop); !errors.Is(err, context.Canceled) {
-		t.Fatalf("the stopped call: %v, want context.Canceled\n%s", err, log.String())
-	}
+	stopAfterFirstStep(t, o, &log)
 	run := &checkpoint.Run{Dir: filepath.Join(dir, "cron")}
 	if man, err := run.ReadManifest(); err != nil || man.Pending == nil {
 		t.Fatalf("after the stop: manifest %+v, %v; want a pending session", man, err)

@@ -120,13 +120,22 @@ func TestStuckStepReturnsLateTouchesNothing(t *testing.T) {
 		}
 	}
 	waitfor.Until(t, 10*time.Second, "the step to be inside the backend", be.inside.Load)
+	giveUpThenRelease(t, e, be, be.release, &done)
+}
+
+// giveUpThenRelease has Shutdown give up on e's stuck step (ErrStepStuck),
+// wedges be's frees, closes release (the step comes back) and checks that
+// the engine's goroutine ends without asking be to free anything or
+// calling a Done hook (done counts them).
+func giveUpThenRelease(t *testing.T, e *Engine, be *wedgedBackend, release chan struct{}, done *atomic.Int64) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	if err := e.Shutdown(ctx); !errors.Is(err, ErrStepStuck) {
 		t.Fatalf("Shutdown: %v, want ErrStepStuck", err)
 	}
 	be.wedged.Store(true)
-	close(be.release)
+	close(release)
 	stopped := func() bool {
 		select {
 		case <-e.stopped:
@@ -182,28 +191,7 @@ func TestGiveUpDuringSampling(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitfor.Until(t, 10*time.Second, "the step to be sampling", inside.Load)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	defer cancel()
-	if err := e.Shutdown(ctx); !errors.Is(err, ErrStepStuck) {
-		t.Fatalf("Shutdown: %v, want ErrStepStuck", err)
-	}
-	be.wedged.Store(true)
-	close(release)
-	stopped := func() bool {
-		select {
-		case <-e.stopped:
-			return true
-		default:
-			return false
-		}
-	}
-	waitfor.Until(t, 10*time.Second, "the engine's goroutine to end once the stuck sampling came back", stopped)
-	if n := be.freed.Load(); n != 0 {
-		t.Errorf("%d frees asked of the backend after Shutdown gave up on it, want none", n)
-	}
-	if n := done.Load(); n != 0 {
-		t.Errorf("%d Done hooks called after Shutdown gave up on the step, want none", n)
-	}
+	giveUpThenRelease(t, e, be, release, &done)
 	nctx, ncancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer ncancel()
 	evs, fin, err := h.Next(nctx)

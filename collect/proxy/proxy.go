@@ -956,6 +956,10 @@ func (p *Proxy) reward(w http.ResponseWriter, r *http.Request, tid string) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil {
+		if nan := nonJSONNumber(raw, err); nan != nil {
+			httpError(w, http.StatusBadRequest, "body: "+nan.Error())
+			return
+		}
 		httpError(w, http.StatusBadRequest, "body: "+err.Error()+` (want {"reward": …, "metrics": {...}, "metadata": {...}, "error": "…"})`)
 		return
 	}
@@ -1088,6 +1092,9 @@ func parseGroupFields(raw []byte) (groupFields, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil {
+		if nan := nonJSONNumber(raw, err); nan != nil {
+			return f, nan
+		}
 		return f, fmt.Errorf("%w (want {\"metadata\": {...}, \"metrics\": {...}})", err)
 	}
 	var err error

@@ -1,0 +1,104 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// nonJSONNumber words a body's syntax error that is a NaN, Infinity or
+// -Infinity, as Python's json.dumps writes float('nan') and float('inf')
+// by default: encoding/json's "invalid character 'N' looking for
+// beginning of value" named neither the field nor the cause. It returns
+// nil for any other error, which is worded as before.
+func nonJSONNumber(raw []byte, err error) error {
+	var se *json.SyntaxError
+	if !errors.As(err, &se) {
+		return nil
+	}
+	// Offset is past the byte that failed: N or I, after the '-' of
+	// -Infinity, which the scanner took as a number's start.
+	at := int(se.Offset) - 1
+	if at < 0 || at >= len(raw) {
+		return nil
+	}
+	if at > 0 && raw[at-1] == '-' {
+		at--
+	}
+	var word string
+	for _, w := range []string{"NaN", "Infinity", "-Infinity"} {
+		if bytes.HasPrefix(raw[at:], []byte(w)) {
+			word = w
+		}
+	}
+	if word == "" {
+		return nil
+	}
+	return fmt.Errorf("%s is %s: JSON has no NaN or Infinity, though Python's json.dumps writes them for float('nan') and float('inf'): send a finite number, or null", pathBefore(raw[:at]), word)
+}
+
+// pathBefore is the path of the value that starts where prefix, a JSON
+// text cut short there, ends: reward, metrics["acc"], a[2].
+func pathBefore(prefix []byte) string {
+	type frame struct {
+		object bool
+		key    string // the object's key whose value comes next
+		keyed  bool   // key was read, its value not yet
+		index  int    // the array's elements read so far
+	}
+	var stack []frame
+	dec := json.NewDecoder(bytes.NewReader(prefix))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			break
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = &stack[len(stack)-1]
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			stack = append(stack, frame{object: tok == json.Delim('{')})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			if len(stack) > 0 {
+				top = &stack[len(stack)-1]
+			} else {
+				top = nil
+			}
+		default:
+			if top != nil && top.object && !top.keyed {
+				top.key, top.keyed = tok.(string), true
+				continue
+			}
+		}
+		// A value (scalar, or a closed object or array) was read: the
+		// frame holding it moves past it.
+		if top != nil {
+			if top.object {
+				top.keyed = false
+			} else {
+				top.index++
+			}
+		}
+	}
+	path := ""
+	for i, f := range stack {
+		switch {
+		case f.object && i == 0:
+			path = f.key
+		case f.object:
+			path += "[" + strconv.Quote(f.key) + "]"
+		default:
+			path += "[" + strconv.Itoa(f.index) + "]"
+		}
+	}
+	if path == "" {
+		return "the body"
+	}
+	return path
+}

@@ -154,6 +154,10 @@ def _metadata(whose, metadata):
     for k, v in metadata.items():
         if v is not None and not isinstance(v, (str, int, float, bool)):
             raise ValueError("%s metadata %r: %r is not a string, number or boolean" % (whose, k, v))
+        # json.dumps(allow_nan=False) would refuse a NaN or infinity
+        # without naming its key: JSON has no such number.
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ValueError("%s metadata %r is %r: want a finite number (JSON has no NaN or Infinity)" % (whose, k, v))
     return {str(k): v for k, v in metadata.items()}
 
 

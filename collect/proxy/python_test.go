@@ -200,6 +200,50 @@ a.close_group()
 	}
 }
 
+// TestPythonHelperNaNMetadataNamed: a NaN or infinite float in the
+// metadata of python/hone_proxy.py's reward or close_group reached
+// json.dumps(allow_nan=False), whose "Out of range float values are not
+// JSON compliant" named no key. It is now a ValueError naming whose
+// metadata and the key, as a bad reward's names the reward, before any
+// request, leaving the trajectory and its group open.
+func TestPythonHelperNaNMetadataNamed(t *testing.T) {
+	py, helper := pythonAndHelper(t)
+	up, _, _ := upstream(t)
+	out := t.TempDir()
+	base := proxyTo(t, up.URL, out)
+	runAgent(t, base+"/v1", "a", "g")
+	script := `import sys
+sys.path.insert(0, sys.argv[1])
+import hone_proxy
+a = hone_proxy.Trajectory(group="g", id="a", base_url=sys.argv[2] + "/v1")
+for call in [lambda: a.reward(1, metadata={"judge": "exact", "score": float("nan")}),
+             lambda: a.close_group(metadata={"spread": float("-inf")})]:
+    try:
+        call()
+        print("sent")
+    except ValueError as e:
+        print("refused:", e)
+a.reward(1, metadata={"score": 0.5})
+a.close_group()
+`
+	got, err := exec.Command(py, "-c", script, helper, base).CombinedOutput()
+	if err != nil {
+		t.Fatalf("python: %v\n%s", err, got)
+	}
+	for _, want := range []string{
+		`refused: trajectory metadata 'score' is nan: want a finite number`,
+		`refused: group metadata 'spread' is -inf: want a finite number`,
+	} {
+		if !strings.Contains(string(got), want) {
+			t.Errorf("python printed:\n%s\nwant a line %q", got, want)
+		}
+	}
+	gs := readOut(t, out)
+	if len(gs) != 1 || len(gs[0].Trajectories) != 1 || gs[0].Trajectories[0].Metadata["score"] != "0.5" {
+		t.Fatalf("groups %+v; want g of one trajectory with score 0.5", gs)
+	}
+}
+
 // pythonAndHelper is python3's path and the folder of python/hone_proxy.py,
 // which each helper test puts on sys.path.
 func pythonAndHelper(t *testing.T) (py, helper string) {

@@ -28,7 +28,9 @@ func newFromJSONLCmd(a *app) *cobra.Command {
 line ({"messages": [...], "tools": [...]}, or ART's "messages_and_choices"),
 with any of Hone's fields, and writes one Parquet trajectory file. As in
 ART's files, a metadata value may be any JSON value (one that is not a
-string is kept as its JSON text) and a metric true or false (1 or 0). A
+string is kept as its JSON text) and a metric true or false (1 or 0); a
+null metric is left out of the row, as hone-collect leaves it out, with
+one warning per file naming its first such line. A
 directory means its *.jsonl files. Lines without a trajectory_id get one
 derived from the line (the same file gives the same ids), lines without a
 group_id become groups of one; the summary says how many ids were made.
@@ -71,6 +73,9 @@ func runFromJSONL(ctx context.Context, a *app, opts fromJSONLOptions, args []str
 		res, err := importOne(ctx, w, set, i, seen)
 		if err != nil {
 			return err
+		}
+		if msg := res.NullMetricsWarning(set.Name(i)); msg != "" {
+			a.log.Warn(msg)
 		}
 		total.Lines += res.Lines
 		total.Groups += res.Groups

@@ -50,6 +50,8 @@ type jsonLine struct {
 	Logs                []string      `json:"logs,omitempty"`
 	GroupMetadata       jsonMetadata  `json:"group_metadata,omitempty"`
 	GroupMetrics        jsonMetrics   `json:"group_metrics,omitempty"`
+
+	nulls []NullMetric // read, not written: the metrics given as null
 }
 
 // jsonMetrics are metrics as a line holds them. A value that is not finite
@@ -77,13 +79,14 @@ func (m *jsonMetrics) UnmarshalJSON(b []byte) error {
 	}
 	out := make(jsonMetrics, len(raw))
 	for k, v := range raw {
-		// The live routes' reading (MetricValue), except that a file
-		// refuses null and holds the non-finite values as strings.
+		// The live routes' reading (MetricValue), a null left out of the
+		// row as they leave it (ImportJSONL reports it), except that a
+		// file holds the non-finite values as strings.
 		var f jsonFloat
 		value, isNull, ok := MetricValue(v)
 		switch {
 		case isNull:
-			return fmt.Errorf("metric %q is null: want a number, true or false, or \"NaN\", \"+Inf\" or \"-Inf\"", k)
+			continue
 		case ok:
 			out[k] = value
 		case f.UnmarshalJSON(v) == nil:
@@ -327,6 +330,61 @@ type ImportResult struct {
 	// trajectory names its line, since the ids generated for a line
 	// without its own appear nowhere in the file.
 	Origins [][]SourceLine
+	// NullMetrics are the metrics given as null, in file order, which
+	// the rows leave out as hone-collect's live routes leave them out
+	// (a metric that does not apply); NullMetricsWarning words them.
+	NullMetrics []NullMetric
+}
+
+// NullMetric is a metric a JSON Lines file gave as null.
+type NullMetric struct {
+	Line  int // 1-based, as SourceLine.Number
+	Name  string
+	Group bool // in "group_metrics", not "metrics"
+}
+
+func (m NullMetric) String() string {
+	if m.Group {
+		return fmt.Sprintf("group metric %q", m.Name)
+	}
+	return fmt.Sprintf("metric %q", m.Name)
+}
+
+// NullMetricsWarning is one line saying that source's null metrics were
+// left out, naming the first one's line and every name once; "" when
+// there were none. One line per file, not per row: a script that writes
+// None for a metric that does not apply writes it on many lines.
+func (r ImportResult) NullMetricsWarning(source string) string {
+	if len(r.NullMetrics) == 0 {
+		return ""
+	}
+	first := r.NullMetrics[0]
+	var names []string
+	for _, m := range r.NullMetrics {
+		if s := m.String(); !slices.Contains(names, s) {
+			names = append(names, s)
+		}
+	}
+	return fmt.Sprintf("%s:%d: %s is null: left out of the row, as hone-collect leaves out a metric that does not apply; %d null metrics in this file, all left out: %s",
+		source, first.Line, first, len(r.NullMetrics), strings.Join(names, ", "))
+}
+
+// nullMetrics are the keys of a line's "metrics" and "group_metrics"
+// whose value is null, each list in key order.
+func nullMetrics(raw map[string]json.RawMessage, lineNo int) []NullMetric {
+	var out []NullMetric
+	for _, field := range []string{"metrics", "group_metrics"} {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(raw[field], &m) != nil {
+			continue // not an object: jsonMetrics refused it
+		}
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if _, isNull, _ := MetricValue(m[k]); isNull {
+				out = append(out, NullMetric{Line: lineNo, Name: k, Group: field == "group_metrics"})
+			}
+		}
+	}
+	return out
 }
 
 // SourceLine is the line of a JSON Lines file a trajectory was read from.
@@ -375,7 +433,9 @@ func (l SourceLine) Name(source string, t *Trajectory) string {
 // Top-level keys Hone does not know are kept in Metadata as "jsonl.<key>"
 // holding the key's raw JSON. As ART allows, a metadata value may be any
 // JSON value (one that is not a string is kept as its JSON text) and a
-// metric a boolean (read as 1 or 0); a metric, reward or sampling logprob
+// metric a boolean (read as 1 or 0); a null metric is left out of the row,
+// as hone-collect's environments leave it out, and listed in
+// ImportResult.NullMetrics; a metric, reward or sampling logprob
 // that is not finite is the string "NaN", "+Inf" or "-Inf", as ExportJSONL
 // writes it.
 //
@@ -407,6 +467,7 @@ func ImportJSONL(ctx context.Context, r io.Reader, source string) ([]Group, Impo
 			if perr != nil {
 				return nil, res, badInput(source, int64(lineNo), "", "", fmt.Errorf("trajectory: %s:%d: %w%s", source, lineNo, perr, notLinesHint(trimmed, lineNo)))
 			}
+			res.NullMetrics = append(res.NullMetrics, gl.nulls...)
 			if genID {
 				res.GeneratedIDs++
 			}
@@ -529,6 +590,7 @@ func parseLine(line []byte, lineNo int) (t Trajectory, jl jsonLine, genID, genGr
 	if err := json.Unmarshal(line, &jl); err != nil {
 		return t, jl, false, false, err
 	}
+	jl.nulls = nullMetrics(raw, lineNo)
 	t = Trajectory{
 		Run: jl.Run, Step: jl.Step, Model: jl.Model, Adapter: jl.Adapter,
 		ScenarioID: jl.ScenarioID, Split: jl.Split, GroupID: jl.GroupID, ID: jl.TrajectoryID,

@@ -10,8 +10,9 @@ import (
 // and close routes, an ART JSONL line): a JSON number as it is, true and
 // false as 1 and 0, since ART's metrics may be booleans (its
 // dict[str, float | int | bool]). null is reported apart (isNull), for
-// each caller to say what it means there: the live routes leave the metric
-// out of the row (a metric that does not apply), a file refuses it. ok is
+// each caller to say how it reports it: every caller leaves the metric
+// out of the row (a metric that does not apply), the live routes warning
+// once per name, JSONL import once per file. ok is
 // false for anything else (a string, an object, an array); the caller
 // names the metric in its error.
 func MetricValue(v json.RawMessage) (value float64, isNull, ok bool) {

@@ -634,9 +634,10 @@ func (p *proc) call(ctx context.Context, req any, out any) error {
 // notJSON says why line, which is not JSON, is not, quoting it where its
 // parsing failed: a long response (a tool result) quoted from its start
 // hid the NaN that Python's json.dumps writes at its end. It names the
-// usual causes: NaN or Infinity, a print to stdout before the response
-// (any line not starting as an object), a Python dict printed as such,
-// and a response written over several lines.
+// usual causes: NaN or Infinity inside the object, a byte-order mark, a
+// print to stdout before the response (any line not starting as an
+// object), a Python dict printed as such, and a response written over
+// several lines.
 func notJSON(line []byte) error {
 	line = bytes.TrimRight(line, "\r\n")
 	var v any
@@ -660,7 +661,13 @@ func notJSON(line []byte) error {
 	hint := ""
 	start := len(line) - len(bytes.TrimLeft(line, " \t"))
 	switch rest := line[min(max(at, 0), len(line)):]; {
-	case bytes.HasPrefix(rest, []byte("NaN")) || bytes.HasPrefix(rest, []byte("Infinity")) || bytes.HasPrefix(line[max(at-1, 0):], []byte("Infinity")):
+	case bytes.HasPrefix(rest, []byte("\ufeff")):
+		// Not a print: an encoder that starts its output with a BOM
+		// (Python's utf-8-sig) wrote it before the first response.
+		hint = " (the program wrote a UTF-8 byte-order mark, U+FEFF, before the response, as Python's utf-8-sig encoding (PYTHONIOENCODING=utf-8-sig) does: write plain UTF-8, without it)"
+	case start < len(line) && line[start] == '{' && at > start && (bytes.HasPrefix(rest, []byte("NaN")) || bytes.HasPrefix(rest, []byte("Infinity")) || bytes.HasPrefix(line[at-1:], []byte("Infinity"))):
+		// Inside an object, where json.dumps puts them; a line starting
+		// "NaN values …" is a print, and gets the print hint below.
 		hint = " (NaN and Infinity are not JSON, though Python's json.dumps writes them for float('nan') and float('inf'): a reward or metric must be a finite number)"
 	case start < len(line) && line[start] == '{' && endsInside(line):
 		// The line ends inside the object: its rest is on the lines after

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 
@@ -13,21 +14,35 @@ import (
 )
 
 // stdoutTail passes a stdio server's stdout to the session, keeping the
-// last bytes read: when the session fails on a line that is not JSON (a
-// print, a start-up banner), the error quotes that line, which the SDK's
-// error ("invalid character 'C' looking for beginning of value") does
-// not.
+// start of the last lines read: when the session fails on a line that is
+// not JSON (a print, a start-up banner), the error quotes that line, which
+// the SDK's error ("invalid character 'C' looking for beginning of value")
+// does not. Lines, not the last bytes, are kept: the SDK's decoder reads
+// as far ahead as its buffer (grown by an earlier large message) allows,
+// and a large message read with the print after it pushed the print out of
+// a tail of bytes.
 type stdoutTail struct {
-	r  io.ReadCloser
-	mu sync.Mutex
-	b  []byte // the last stdoutTailMax bytes read
-	// cut says bytes before b were dropped: its first line may be a
-	// line's end only.
+	r     io.ReadCloser
+	mu    sync.Mutex
+	lines []lineHead // the last stdoutLinesMax lines ended, oldest first
+	cur   lineHead   // the line being read, not yet ended
+}
+
+// lineHead is the first lineHeadMax bytes of a line; cut says it was
+// longer.
+type lineHead struct {
+	b   []byte
 	cut bool
 }
 
-// stdoutTailMax is how much of the server's stdout is kept for the quote.
-const stdoutTailMax = 8192
+// lineHeadMax is how much of a line is kept: more than the quote shows,
+// and enough to read a short line whole as JSON. stdoutLinesMax is how
+// many lines are kept: more than a read ahead holds after a print, short
+// of a flood of messages.
+const (
+	lineHeadMax    = 1024
+	stdoutLinesMax = 256
+)
 
 func newStdoutTail(r io.ReadCloser) *stdoutTail {
 	return &stdoutTail{r: r}
@@ -37,9 +52,23 @@ func (s *stdoutTail) Read(p []byte) (int, error) {
 	n, err := s.r.Read(p)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.b = append(s.b, p[:n]...)
-	if len(s.b) > stdoutTailMax {
-		s.b, s.cut = append([]byte(nil), s.b[len(s.b)-stdoutTailMax:]...), true
+	for b := p[:n]; len(b) > 0; {
+		i := bytes.IndexByte(b, '\n')
+		piece := b
+		if i >= 0 {
+			piece = b[:i]
+		}
+		room := lineHeadMax - len(s.cur.b)
+		s.cur.b = append(s.cur.b, piece[:min(room, len(piece))]...)
+		s.cur.cut = s.cur.cut || len(piece) > room
+		if i < 0 {
+			break
+		}
+		if len(s.lines) == stdoutLinesMax {
+			s.lines = append(s.lines[:0], s.lines[1:]...)
+		}
+		s.lines, s.cur = append(s.lines, s.cur), lineHead{}
+		b = b[i+1:]
 	}
 	return n, err
 }
@@ -61,20 +90,30 @@ func (s *stdoutTail) notJSON(err error) string {
 		return ""
 	}
 	s.mu.Lock()
-	lines := bytes.Split(s.b, []byte("\n"))
-	cut := s.cut
+	lines := append(slices.Clone(s.lines), s.cur)
 	s.mu.Unlock()
-	if cut && len(lines) > 1 {
-		lines = lines[1:] // the first is a line's end only
-	}
+	// The lines before the one the session failed on were messages: the
+	// first that is none is it. The last may be unended: a print written
+	// in pieces, of which the session read the first and closed the pipe.
 	for _, l := range lines {
-		// The last line may be cut short: a print written in pieces, of
-		// which the session read the first and closed the pipe.
-		if l = bytes.TrimSpace(l); len(l) > 0 && !isRPC(l) {
-			return fmt.Sprintf("; the server wrote %.200q on stdout, which carries its MCP messages only (a print? write logs to stderr)", l)
+		if b := bytes.TrimSpace(l.b); len(b) > 0 && !isRPCHead(b, l.cut) {
+			return fmt.Sprintf("; the server wrote %.200q on stdout, which carries its MCP messages only (a print? write logs to stderr)", b)
 		}
 	}
 	return ""
+}
+
+// isRPCHead says whether line, the head of a line cut short when cut, is
+// a JSON-RPC message's: a whole line is read (isRPC); a cut one, a large
+// message, cannot be, and is taken for one when it starts as a JSON
+// object ({" or [{"), which a print or Python's repr of a dict ({') does
+// not.
+func isRPCHead(line []byte, cut bool) bool {
+	if !cut {
+		return isRPC(line)
+	}
+	line = bytes.TrimLeft(bytes.TrimPrefix(line, []byte("[")), " \t")
+	return bytes.HasPrefix(line, []byte("{")) && bytes.HasPrefix(bytes.TrimLeft(line[1:], " \t\r"), []byte(`"`))
 }
 
 // isRPC says whether line is a JSON-RPC 2.0 message, or a batch of them.

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
@@ -58,8 +59,9 @@ one colour a run.
 distribution, each reward component, each environment metric, completion
 length, and a table of sample rollouts (the best and the worst episode of
 the group whose rewards spread widest). A file that the run's manifest.json
-lists (hone-train --watch-dir) is drawn at the step that trained on it;
-hover a point to see which adapter sampled it.
+lists (consumed by hone-train --watch-dir, or named to a grpo or sft session)
+is drawn at the step that trained on it; hover a point to see which adapter
+sampled it.
 
 --eval FILE adds eval results: JSON objects, one a line or pretty-printed
 one after another (as jq writes them), or arrays of them:
@@ -142,8 +144,24 @@ func runReport(ctx context.Context, a *app, opts reportOptions, args []string) e
 // runManifest is the manifest.json of a run: which trajectory files it
 // trained on, at which step.
 type runManifest struct {
-	run      string
-	consumed []checkpoint.FileEntry
+	run     string
+	trained []checkpoint.FileEntry
+}
+
+// trainedFiles lists the files a run trained on, each with the step after
+// the session that trained it: those --watch-dir consumed, then those named
+// to each finished session (README's round by hand names each round's
+// file), which the manifest keeps apart. The first entry of a file is the
+// step that first trained on it.
+func trainedFiles(man checkpoint.Manifest) []checkpoint.FileEntry {
+	out := slices.Clone(man.Consumed)
+	for _, s := range man.Sessions {
+		for _, f := range s.Files {
+			f.Step = s.EndStep
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // readRun reads a run folder (or its metrics.jsonl named directly): the
@@ -213,7 +231,7 @@ func readRun(ctx context.Context, arg string) (report.RunInput, []checkpoint.Fil
 	if err != nil {
 		return run, nil, nil, cli.BadInput(err)
 	}
-	return run, man.Consumed, sources, nil
+	return run, trainedFiles(man), sources, nil
 }
 
 // trainedRuns lists the run folders inside dir that have metrics to
@@ -306,7 +324,7 @@ func trainedBy(ctx context.Context, f *report.TrajFile, manifests []runManifest)
 	defer file.Close()
 	var sum string
 	for _, m := range manifests {
-		for _, e := range m.consumed {
+		for _, e := range m.trained {
 			if e.Size != file.Size || e.Step == 0 {
 				continue
 			}

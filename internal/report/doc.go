@@ -46,7 +46,8 @@
 //     reward component and environment metric, completion length, and the
 //     group whose rewards spread widest with its best and worst episode.
 //     A file is drawn at the step that trained on it when the run's
-//     manifest.json lists it (the caller matches the files), else at the
+//     manifest.json lists it (a file --watch-dir consumed, or one named to
+//     a session; the caller matches the files), else at the
 //     step of the run's own adapter that sampled it, else at step 0.
 //
 // The package only reads and renders; choosing files, reading run folders

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
@@ -95,6 +96,37 @@ func modelFromEnv(m *collect.ModelOptions) {
 	}
 }
 
+// unquotedEnvOpt explains stray arguments that directly follow an
+// --env-opt value: the shell split a value with spaces (cmd=python3 env.py,
+// the quotes of cmd='python3 env.py' left out), and the words after the
+// first are not scenario files. "" when the stray words follow anything else.
+func unquotedEnvOpt(args, stray []string) string {
+	for i, a := range args {
+		val, next := "", 0
+		switch {
+		case a == "--":
+			return ""
+		case a == "--env-opt" && i+2 < len(args):
+			val, next = args[i+1], i+2
+		case strings.HasPrefix(a, "--env-opt=") && i+1 < len(args):
+			val, next = strings.TrimPrefix(a, "--env-opt="), i+1
+		default:
+			continue
+		}
+		n := 0
+		for n < len(stray) && next+n < len(args) && args[next+n] == stray[n] {
+			n++
+		}
+		key, first, ok := strings.Cut(val, "=")
+		if n == 0 || !ok {
+			continue
+		}
+		return fmt.Sprintf("--env-opt %q took one word; quote a value with spaces whole: --env-opt %s='%s %s'",
+			val, key, first, strings.Join(stray[:n], " "))
+	}
+	return ""
+}
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// A usage error inside a command points to that command's --help.
 	if len(args) > 0 && args[0] == "proxy" {
@@ -114,6 +146,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	opts.Shard = sh
 	if fs.NArg() > 0 {
+		if hint := unquotedEnvOpt(args, fs.Args()); hint != "" {
+			return cli.Usagef("unexpected arguments %q: %s", fs.Args(), hint)
+		}
 		return cli.Usagef("unexpected arguments %q (scenario files go to --scenarios)", fs.Args())
 	}
 	modelFromEnv(&opts.Model)

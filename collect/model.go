@@ -356,18 +356,9 @@ func apiCallError(apiErr *openai.Error, err error) *callError {
 }
 
 // contextFull reports whether an error answer refuses the request for the
-// model's context: OpenAI's and hone-serve's code context_length_exceeded,
-// or vLLM's 400, whose code is only its status, in the words all of them
-// use ("This model's maximum context length is N tokens") or in those of
-// vLLM's engine, which refuses what its OpenAI layer let through ("The
-// decoder prompt (length N) is longer than the maximum model length of M"),
-// or llama.cpp's llama-server, by its error type exceed_context_size_error.
+// model's context (retry.ContextFull).
 func contextFull(apiErr *openai.Error) bool {
-	if apiErr.StatusCode != http.StatusBadRequest {
-		return false
-	}
-	return apiErr.Code == "context_length_exceeded" || apiErr.Type == "exceed_context_size_error" ||
-		strings.Contains(apiErr.Message, "maximum context length") || strings.Contains(apiErr.Message, "maximum model length")
+	return retry.ContextFull(apiErr.StatusCode, apiErr.Code, apiErr.Type, apiErr.Message)
 }
 
 // once sends the body through the openai-go client (base URL, key, error

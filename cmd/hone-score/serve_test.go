@@ -157,7 +157,8 @@ func TestHoneServeAsJudge(t *testing.T) {
 }
 
 // TestHoneServeJudgeContext: a group whose prompt is longer than the
-// judge's context (ART #473) is refused by hone-serve; with
+// judge's context (ART #473) is refused by hone-serve, the error naming
+// --judge-context-tokens; with
 // --judge-context-tokens and the judge's tokenizer the prompt is cut to
 // fit, and the group is scored by the first answer.
 func TestHoneServeJudgeContext(t *testing.T) {
@@ -189,9 +190,12 @@ func TestHoneServeJudgeContext(t *testing.T) {
 	common := []string{"-o", out, "--judge-base-url", base, "--judge-model", "tiny-judge", "--no-judge-cache", "--judge-temperature", "0",
 		"--judge-explanation-max-chars", fmt.Sprint(maxChars), "--judge-max-tokens", fmt.Sprint(answer), "--judge-retries", "0", "--scorer", "ruler", in}
 
+	// The refusal names the flag that fixes it: the server's own words
+	// ("reduce the length of the messages") ask for what a scorer cannot do.
 	r := runBin(t, nil, nil, common...)
-	if r.code != 1 || !strings.Contains(r.stderr, "maximum context length is 4096 tokens") {
-		t.Fatalf("uncut prompt: exit %d (want 1, refused by the judge):\n%s", r.code, r.stderr)
+	if r.code != 1 || !strings.Contains(r.stderr, "maximum context length is 4096 tokens") ||
+		!strings.Contains(r.stderr, "--judge-context-tokens N (the judge's context length) cuts it to fit") {
+		t.Fatalf("uncut prompt: exit %d (want 1, refused by the judge, naming --judge-context-tokens):\n%s", r.code, r.stderr)
 	}
 
 	r = runBin(t, nil, nil, append(common, "--judge-context-tokens", "4096", "--judge-tokenizer", model, "--log-level", "debug")...)

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -70,6 +71,24 @@ var finalCodes = map[string]bool{"logits_not_finite": true, "constraint_no_token
 // request cannot get past.
 func Answer(status int, code string) bool {
 	return Status(status) && !finalCodes[code]
+}
+
+// ContextFull reports whether an error answer refuses the request for the
+// model's context, from its status and its OpenAI-shaped error body's
+// code, type and message: OpenAI's and hone-serve's code
+// context_length_exceeded, or vLLM's 400, whose code is only its status,
+// in the words all of them use ("This model's maximum context length is N
+// tokens") or in those of vLLM's engine, which refuses what its OpenAI
+// layer let through ("The decoder prompt (length N) is longer than the
+// maximum model length of M"), or llama.cpp's llama-server, by its error
+// type exceed_context_size_error. Collect ends an episode there, and score
+// says how to fit a judge's prompt: the same request can never pass.
+func ContextFull(status int, code, typ, message string) bool {
+	if status != http.StatusBadRequest {
+		return false
+	}
+	return code == "context_length_exceeded" || typ == "exceed_context_size_error" ||
+		strings.Contains(message, "maximum context length") || strings.Contains(message, "maximum model length")
 }
 
 // Label names an error answer by its HTTP status and the code of its

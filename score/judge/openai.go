@@ -257,6 +257,12 @@ func classify(err error, callCtx context.Context, timeout time.Duration, usage U
 		if status == http.StatusNotFound {
 			msg += providerHint(model)
 		}
+		if retry.ContextFull(status, apiErr.Code, apiErr.Type, apiErr.Message) {
+			// The server asks to shorten the messages, which a scorer
+			// cannot do; the flags that cut the prompt can.
+			msg += ": the ruler prompt is longer than the judge's context: hone-score --judge-context-tokens N (the judge's context length) cuts it to fit, " +
+				"counting with --judge-tokenizer (the judge's tokenizer.json) where the estimate of 3 bytes a token falls short"
+		}
 		where := "the judge"
 		if apiErr.Request != nil && apiErr.Request.URL != nil {
 			where = apiErr.Request.URL.Redacted()

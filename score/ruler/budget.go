@@ -243,6 +243,17 @@ func BuildWithin(trajs []trajectory.Trajectory, rubric string, b Budget) (Prompt
 		}
 		return best, nil
 	}
-	return Prompt{}, fmt.Errorf("%w: %d tokens with every message text cut to a marker (%d uncut), over the budget of %d; the system prompt, rubric and tool list alone may be too long",
-		ErrPromptTooLong, smallest, full, b.Tokens)
+	// What is left is never cut: the instructions and tools, and each
+	// message's JSON around its text, which many short attempts make long.
+	msgs := 0
+	for _, t := range trajs {
+		msgs += len(t.Messages)
+		for _, h := range t.AdditionalHistories {
+			msgs += len(h.Messages)
+		}
+	}
+	return Prompt{}, fmt.Errorf("%w: %d tokens with every message text cut to a marker (%d uncut), over the budget of %d: "+
+		"the system prompt, rubric and tool lists, and the JSON around the texts of the group's %d trajectories of %d messages, are never cut; "+
+		"score smaller groups (hone-collect -G) or use a judge with a larger context",
+		ErrPromptTooLong, smallest, full, b.Tokens, len(trajs), msgs)
 }

@@ -255,3 +255,29 @@ func TestBuildWithinLargestLimit(t *testing.T) {
 		t.Fatalf("the long result keeps %d tokens; about 85 fit", 3000-cut)
 	}
 }
+
+// A group of many short attempts can outgrow the judge's context with no
+// text worth cutting: the messages' JSON around the texts is what is long.
+// The error used to blame "the system prompt, rubric and tool list alone"
+// (a group of 16 unscramble attempts of 3 turns each, on a 4096-token
+// judge); it must say how many trajectories and messages the group holds
+// and that smaller groups fit.
+func TestBuildWithinTooManyAttempts(t *testing.T) {
+	var trajs []trajectory.Trajectory
+	for i := range 16 {
+		tr := trajectory.Trajectory{ID: fmt.Sprintf("t%d", i), GroupID: "g", Messages: []trajectory.Message{
+			{Role: "user", Content: "Unscramble 'pleap'."}}}
+		for k := range 3 {
+			tr.Messages = append(tr.Messages, trajectory.Message{Role: "assistant", Content: fmt.Sprintf("w%d%d", i, k), Trainable: true},
+				trajectory.Message{Role: "user", Content: "No. Try again."})
+		}
+		trajs = append(trajs, tr)
+	}
+	est := ruler.Estimate{}
+	budget := est.Count(ruler.Build(trajs, "").System) + 200
+	_, err := ruler.BuildWithin(trajs, "", ruler.Budget{Tokens: budget})
+	if !errors.Is(err, ruler.ErrPromptTooLong) || !strings.Contains(err.Error(), "16 trajectories of 112 messages") ||
+		!strings.Contains(err.Error(), "smaller groups") {
+		t.Fatalf("err = %v; want it to name the group's 16 trajectories of 112 messages and smaller groups", err)
+	}
+}

@@ -369,7 +369,7 @@ for r in $(seq "$ROUNDS"); do
 		${PREC_ARGS[@]+"${PREC_ARGS[@]}"} >>"$OUT"/grpo.log
 	model=rl@$r
 	wait_model "$model"
-	if [ $((r % 5)) -eq 0 ] || [ "$r" -eq 1 ]; then
+	if [ $((r % 5)) -eq 0 ] || [ "$r" -eq 1 ] || [ "$r" -eq "$ROUNDS" ]; then
 		log "    round $r: $(jq -c '{step, reward_mean, entropy}' "$OUT"/adapters/rl/metrics.jsonl 2>/dev/null | tail -1)"
 	fi
 done

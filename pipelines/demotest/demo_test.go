@@ -186,7 +186,14 @@ func TestDemoPlumbing(t *testing.T) {
 			t.Errorf("result %d: rates outside [0,1]: %+v", i, r)
 		}
 	}
-	// Each round trained one GRPO step and the server served it.
+	// Each round trained one GRPO step and the server served it; the log
+	// shows the first and the last round's step (the last used to be left
+	// out unless its number was a multiple of 5).
+	for _, line := range []string{"    round 1: {\"step\":1,", "    round 2: {\"step\":2,"} {
+		if !strings.Contains(stdout.String(), line) {
+			t.Errorf("demo.sh's output lacks %q:\n%s", line, stdout.String())
+		}
+	}
 	for _, p := range []string{"adapters/rl/step-000002", "scored/round-002.parquet", "eval/rl-T1.parquet"} {
 		if _, err := os.Stat(filepath.Join(out, p)); err != nil {
 			t.Errorf("missing artefact: %v", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -135,6 +136,10 @@ type Registry struct {
 	// is logged once, and again only when it changes or comes back
 	// (baseKey's: the other base model named).
 	warned map[string]string
+	// dirSeen: the adapters folder has been read at least once. Until then
+	// a missing folder is a first run's (hone-serve started before the
+	// first step is written), said once at info rather than warned.
+	dirSeen bool
 }
 
 // New returns an empty registry; call Poll or Watch to load adapters.
@@ -224,10 +229,18 @@ func (r *Registry) Poll(ctx context.Context) int {
 		return 0
 	}
 	runs, err := runfolder.Runs(r.o.Dir)
+	if err != nil && !r.dirSeen && errors.Is(err, fs.ErrNotExist) {
+		if r.warned[""] == "" {
+			r.warned[""] = "not yet"
+			r.o.Log.Info("adapters: the adapters folder does not exist yet; serving the base model until a step is written there", "dir", r.o.Dir)
+		}
+		return 0
+	}
 	if err != nil {
 		r.warnOnce("", "adapters: cannot read the adapters folder; serving what is loaded", "dir", r.o.Dir, "err", err)
 		return 0
 	}
+	r.dirSeen = true
 	r.clearWarning("")
 	loaded := 0
 	for _, name := range runs {

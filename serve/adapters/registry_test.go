@@ -98,6 +98,10 @@ const (
 	msgRefused = "adapters: refusing adapter; the previous one keeps serving"
 	msgRunWarn = "adapters: cannot use the run's current step; the previous one keeps serving"
 	msgDirWarn = "adapters: cannot read the adapters folder; serving what is loaded"
+	// msgDirNotYet: the folder does not exist and never has since start,
+	// as on a first run before the first step is written: said once, at
+	// info, not warned.
+	msgDirNotYet = "adapters: the adapters folder does not exist yet; serving the base model until a step is written there"
 	// msgPlaceWarn: a step that loaded could not be placed on the backend
 	// (its memory full for now); retried at every poll.
 	msgPlaceWarn = "adapters: cannot place the step on the backend; the previous one keeps serving, retrying at the next poll"
@@ -329,15 +333,25 @@ func TestCheckWeightsFile(t *testing.T) {
 }
 
 // TestWarnsOnce: a missing adapters folder and a bad latest file are each
-// logged once while they last, and again when they change or come back.
+// logged once while they last, and again when they change or come back. A
+// folder that has not existed since start (a first run, before its first
+// step) is said once at info: hone-serve is started before training, as
+// the README's round does, and warned on every first run.
 func TestWarnsOnce(t *testing.T) {
 	c := testConfig(t)
 	root := filepath.Join(t.TempDir(), "adapters")
 	r, logs := newLogged(root, c)
 	dirWarns := func() int { return logs.count(slog.LevelWarn, msgDirWarn) }
 	polls(r, 3)
+	if n, m := dirWarns(), logs.count(slog.LevelInfo, msgDirNotYet, "dir", root); n != 0 || m != 1 {
+		t.Fatalf("missing folder over 3 polls: %d warnings, %d notes; want none and 1:\n%s", n, m, logs)
+	}
+	os.Mkdir(root, 0o755)
+	polls(r, 2)
+	os.Remove(root)
+	polls(r, 3)
 	if n := dirWarns(); n != 1 {
-		t.Fatalf("missing folder over 3 polls: %d warnings, want 1:\n%s", n, logs)
+		t.Fatalf("folder gone after it existed: %d warnings, want 1:\n%s", n, logs)
 	}
 	os.Mkdir(root, 0o755)
 	polls(r, 2)

@@ -1,6 +1,7 @@
 package chattemplate
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -44,17 +45,35 @@ func nameIn(names map[string]bool) func([]jinja.Value, map[string]jinja.Value) (
 
 // centerFilter is jinja2's center(width=80): Python's str.center of the
 // value as str() prints it, padded with spaces, the odd space on the left
-// when width is odd (CPython's rule).
+// when width is odd (CPython's rule). It takes no fill character and no
+// other argument, and width must be an int (a bool is one): jinja2 raises
+// a TypeError for the rest, where a template that passed one rendered as
+// if it had not.
 func centerFilter(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
 	if len(args) == 0 {
 		return jinja.Undefined(), fmt.Errorf("center: no value")
 	}
-	width := int64(80)
-	if w, ok := param(args[1:], kwargs, 0, "width"); ok {
-		if !w.IsInt() {
-			return jinja.Undefined(), fmt.Errorf("TypeError: center: width must be an integer")
+	if len(args) > 2 {
+		return jinja.Undefined(), fmt.Errorf("TypeError: center: takes from 1 to 2 positional arguments but %d were given", len(args))
+	}
+	for k := range kwargs {
+		if k != "width" {
+			return jinja.Undefined(), fmt.Errorf("TypeError: center: got an unexpected keyword argument '%s'", k)
 		}
-		width = w.AsInt()
+	}
+	width := int64(80)
+	w, given := kwargs["width"]
+	if len(args) == 2 {
+		if given {
+			return jinja.Undefined(), errors.New("TypeError: center: got multiple values for argument 'width'")
+		}
+		w, given = args[1], true
+	}
+	if given {
+		if !w.IsInt() && !w.IsBool() {
+			return jinja.Undefined(), fmt.Errorf("TypeError: center: width must be an integer, not %s", pyTypeName(w))
+		}
+		width = intOf(w)
 	}
 	s := pythonStr(args[0])
 	n := int64(utf8.RuneCountInString(s))

@@ -1,0 +1,34 @@
+"""Writes golden.json: templates that jinja2 refuses, when it loads or
+renders them, where the engine rendered something (a wrong template
+became silently wrong text): arguments a filter has not, each with what
+jinja2 did, set up as testdata/templates/py/check_jinja2.py sets it up
+(transformers' settings): "load_error" where Environment.from_string
+refused it, "error" where rendering raised, else "want".
+TestStrictMatchesJinja2 checks them.
+
+Usage (from the repository root):
+  python3 format/chattemplate/testdata/strict/make_golden.py > format/chattemplate/testdata/strict/golden.json
+"""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "testdata" / "templates" / "py"))
+from golden_cases import loaded_then_rendered, write_golden  # noqa: E402
+
+VARS = {"n": 2, "s": "ab", "xs": [1, 2], "none": None, "d": {"a": 1}}
+
+CASES = [
+    # center(width=80): no fill character, width an int
+    "[{{ s|center(6) }}]|[{{ s|center(width=6) }}]|[{{ s|center }}]|[{{ s|center(true) }}]",
+    "{{ s|center(6, 1) }}",
+    "{{ s|center(6, '*') }}",
+    "{{ s|center(6, fillchar='*') }}",
+    "{{ s|center(6, width=6) }}",
+    "{{ s|center(none) }}",
+    "{{ s|center(width=none) }}",
+    "{{ s|center(x) }}",
+]
+
+
+if __name__ == "__main__":
+    write_golden(VARS, CASES, loaded_then_rendered)

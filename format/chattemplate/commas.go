@@ -44,8 +44,43 @@ func parseRefusal(src string) (string, error) {
 		if msg := testSyntax(toks); msg != "" {
 			return fmt.Sprintf("line %d: %s", s.line, msg), nil
 		}
+		if s.kind == segStmt && inlineIfInTest(keyword(content), toks) {
+			return fmt.Sprintf("line %d: expected token 'end of statement block', got 'if'", s.line), nil
+		}
 	}
 	return "", nil
+}
+
+// inlineIfInTest reports whether the test of an {% if %} or {% elif %}
+// tag (kw) holds an inline if-expression outside brackets: jinja2 reads
+// that test without one (parse_tuple with_condexpr=False) and refuses
+// the template at the second "if", where the engine rendered
+// {% if A if A else 0 %} as if the template meant it.
+func inlineIfInTest(kw string, toks []string) bool {
+	if kw != "if" && kw != "elif" {
+		return false
+	}
+	start := 0 // the token after the keyword (a trim sign may precede it)
+	for start < len(toks) && toks[start] != kw {
+		start++
+	}
+	depth := 0
+	for i := start + 1; i < len(toks); i++ {
+		switch toks[i] {
+		case "(", "[", "{":
+			depth++
+		case ")", "]", "}":
+			depth--
+		case "if":
+			// After an operand, "if" is the operator; elsewhere it is a
+			// name to jinja2 ({% if if %}, {% if not if %}), and after
+			// a "." an attribute (d.if).
+			if depth == 0 && i-1 > start && toks[i-1] != "." && endsOperand(toks, i-1) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // sideBySide returns jinja2's name for the second of two operands that

@@ -1,6 +1,7 @@
 """Writes golden.json: templates that jinja2 refuses, when it loads or
 renders them, where the engine rendered something (a wrong template
-became silently wrong text): arguments a filter has not, each with what
+became silently wrong text): arguments a filter has not, an inline if
+as an {% if %} test, each with what
 jinja2 did, set up as testdata/templates/py/check_jinja2.py sets it up
 (transformers' settings): "load_error" where Environment.from_string
 refused it, "error" where rendering raised, else "want".
@@ -27,6 +28,14 @@ CASES = [
     "{{ s|center(none) }}",
     "{{ s|center(width=none) }}",
     "{{ s|center(x) }}",
+    # an {% if %} or {% elif %} test is no inline if-expression unless
+    # in brackets
+    "{% if A if A else 0 %}y{% endif %}",
+    "{% if n if n else 0 %}y{% endif %}",
+    "{% if n %}{% elif n if n else 0 %}y{% endif %}",
+    "{%- if n if n else 0 -%}y{% endif %}",
+    "{% if (n if n else 0) %}y{% endif %}|{% if [n if n else 0] %}y{% endif %}|{% if d.if is undefined %}u{% endif %}|{% if n|default(0 if n else 1) %}y{% endif %}",
+    "{% for a in xs if a if a else 0 %}{{ a }}{% endfor %}",
 ]
 
 

@@ -355,6 +355,23 @@ const (
 	posName = "__hone_pos"
 )
 
+// definedName is the variable pyDefined is passed as: pyOps wraps the
+// operands of +, - and the ordering comparisons in it.
+const definedName = "__hone_defined"
+
+// pyDefined gives its one argument back, or jinja2's UndefinedError when
+// it is undefined, which jinja2 raises for an operand of +, -, <, >, <=
+// and >= (the engine computed with 0 or "").
+func pyDefined(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) != 1 {
+		return jinja.Undefined(), fmt.Errorf("operand check: takes one operand, got %d", len(args))
+	}
+	if args[0].IsUndefined() {
+		return jinja.Undefined(), errors.New("UndefinedError: an operand of an arithmetic operator or comparison is undefined")
+	}
+	return args[0], nil
+}
+
 // pyUnary is Python's unary - (neg) or + on a number: a bool is an int
 // (-True is -1), and anything else is an error, as in jinja2 (the engine
 // gave 0 for a string, None, a list or an undefined name).

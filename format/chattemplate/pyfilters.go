@@ -45,6 +45,7 @@ func pyCallables() map[string]jinja.Value {
 		evenName:        jinja.NewCallable("even", pyParity("even", 0)),
 		negName:         jinja.NewCallable("-", pyUnary("-")),
 		posName:         jinja.NewCallable("+", pyUnary("+")),
+		definedName:     jinja.NewCallable("defined", pyDefined),
 	}
 	maps.Copy(calls, rareNameCallables())
 	return calls

@@ -35,7 +35,10 @@ import (
 //     str() of each operand, and the engine printed 1.0 as 1 and None as
 //     "" (functionary v3.2 writes a tool parameter's default and bounds
 //     with ~, so "default": 1.0 was "Default=1." where the model was
-//     trained on "Default=1.0.", and null was "" where it read None).
+//     trained on "Default=1.0.", and null was "" where it read None);
+//   - an operand of +, - or an ordering comparison that is no literal
+//     becomes __hone_defined(x), which fails for an undefined value, as
+//     jinja2 does (defined): the engine took it for 0 or "".
 //
 // The operands are found by parsing the code with the engine's grammar
 // (its precedence, which is what the rewritten text is parsed with), so
@@ -102,8 +105,7 @@ func rewriteOps(code string, stmt bool) string {
 // mayRewrite reports whether code has what pyOps rewrites: an operator
 // it calls ours for, a test, a sign before a filter or two comparisons.
 func mayRewrite(code string) bool {
-	return strings.ContainsAny(code, "*/%~") || strings.Contains(code, "is") || unarySign(code) ||
-		(strings.ContainsAny(code, "-+") && strings.Contains(code, "|")) ||
+	return strings.ContainsAny(code, "*/%~+-<>") || strings.Contains(code, "is") || unarySign(code) ||
 		strings.Count(code, "<")+strings.Count(code, ">")+strings.Count(code, "==")+strings.Count(code, "!=") >= 2 ||
 		jinja2OnlyNumber(code)
 }
@@ -422,6 +424,11 @@ func (p *opParser) binary(i int) opNode {
 		p.pos++
 		kids = append(kids, p.binary(i+1))
 	}
+	if len(kids) > 1 && levels[i][0] == "+" {
+		for k := range kids {
+			kids[k] = p.defined(kids[k])
+		}
+	}
 	if len(kids) > 1 && levels[i][0] == "~" {
 		for k := range kids {
 			if !p.stringLiteral(kids[k]) {
@@ -472,11 +479,18 @@ func (p *opParser) comparison() opNode {
 	from := p.from()
 	kids := []opNode{p.binary(3)}
 	var ops []string
-	chain := true // only the operators of comparisonOps
+	chain := true    // only the operators of comparisonOps
+	ordered := false // the operator before the next operand orders
 	for !p.failed {
+		ordered = false
 		switch {
 		case p.oneOf(comparisonOps):
-			ops = append(ops, p.code[p.toks[p.pos].from:p.toks[p.pos].to])
+			op := p.code[p.toks[p.pos].from:p.toks[p.pos].to]
+			ops = append(ops, op)
+			ordered = op != "==" && op != "!="
+			if ordered {
+				kids[len(kids)-1] = p.defined(kids[len(kids)-1])
+			}
 			p.pos++
 		case p.is(0, "in"):
 			p.pos, chain = p.pos+1, false
@@ -497,9 +511,37 @@ func (p *opParser) comparison() opNode {
 			b.WriteByte(')')
 			return opNode{from: from, to: p.end(), text: b.String()}
 		}
-		kids = append(kids, p.binary(3))
+		next := p.binary(3)
+		if ordered {
+			next = p.defined(next)
+		}
+		kids = append(kids, next)
 	}
 	return opNode{}
+}
+
+// defined is n passed through a call of ours (pyDefined) that fails for
+// an undefined value: jinja2 raises UndefinedError for an undefined
+// operand of + and - and of <, >, <= and >=, where the engine took it for
+// 0 or "" ({{ x + 1 }} printed 1, x < 1 was True), so a misspelt name
+// became silently wrong text. A literal, and a parenthesized tuple (which
+// a call's parentheses would not keep one), are left as they are.
+func (p *opParser) defined(n opNode) opNode {
+	if p.failed || n.tuple || p.literal(n) || strings.HasPrefix(n.text, definedName+"(") {
+		return n
+	}
+	n.text = definedName + "(" + p.str(n) + ")"
+	return n
+}
+
+// literal reports whether n is one string or number token.
+func (p *opParser) literal(n opNode) bool {
+	for _, t := range p.toks {
+		if t.from == n.from {
+			return (t.kind == 's' || t.kind == 'n') && t.to == n.to
+		}
+	}
+	return false
 }
 
 // arithCalls are the callables the operators that differ are rewritten to.

@@ -1,7 +1,7 @@
 """Writes golden.json: templates that jinja2 refuses, when it loads or
 renders them, where the engine rendered something (a wrong template
 became silently wrong text): arguments a filter has not, an inline if
-as an {% if %} test, each with what
+as an {% if %} test, an undefined operand of + or - or of <, each with what
 jinja2 did, set up as testdata/templates/py/check_jinja2.py sets it up
 (transformers' settings): "load_error" where Environment.from_string
 refused it, "error" where rendering raised, else "want".
@@ -36,6 +36,22 @@ CASES = [
     "{%- if n if n else 0 -%}y{% endif %}",
     "{% if (n if n else 0) %}y{% endif %}|{% if [n if n else 0] %}y{% endif %}|{% if d.if is undefined %}u{% endif %}|{% if n|default(0 if n else 1) %}y{% endif %}",
     "{% for a in xs if a if a else 0 %}{{ a }}{% endfor %}",
+    # an undefined operand of + or -, or of an ordering comparison
+    "{{ x + 1 }}",
+    "{{ 1 + x }}",
+    "{{ x - 1 }}",
+    "{{ s + x }}",
+    "{{ xs + x }}",
+    "{{ d.zz + 1 }}",
+    "{{ n - d.q }}",
+    "{% set y = x + 1 %}{{ y }}",
+    "{% if x + 1 %}a{% endif %}",
+    "{% for a in xs %}{{ a + b }}{% endfor %}",
+    "{{ x < 1 }}",
+    "{{ 1 >= x }}",
+    "{% if d.zz > 0 %}p{% endif %}",
+    "{{ n + 1 }}|{{ s + 'c' }}|{{ xs + [3] }}|{{ n - 1 - 1 }}|{{ n < 3 }}|{{ x is defined and x + 1 }}|{{ (x + 1) if false else 3 }}|{{ x == 1 }}|{{ x ~ 'a' }}|{{ d.a + n }}|{{ xs[n - 1] }}|{{ x is defined and x < 1 }}",
+    "{% for a in xs %}{{ loop.index0 + 1 }}{{ loop.revindex - 1 }}{% if loop.index > 1 %}>{% endif %}{% endfor %}",
 ]
 
 

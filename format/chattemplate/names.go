@@ -40,9 +40,11 @@ var jinja2Tests = map[string]bool{
 // condition and body and in an inline if-expression, where the error
 // waits until that code runs (the engine reports every such name only
 // then). A {% for %}, {% macro %}, {% call %}, {% filter %} or block
-// {% set %} starts jinja2's checks again inside an if. Where this reading
-// cannot tell, an inline if anywhere in a tag, the tag is left to the
-// rendering, as before. It returns "" when there is none.
+// {% set %} starts jinja2's checks again inside an if. In a tag with an
+// inline if, only what the if-expression spans waits (inlineIfTokens):
+// the tag was left to the rendering whole, so a filter jinja2 has not,
+// outside it in code that did not run, loaded and rendered. It returns
+// "" when there is none.
 func unknownName(src string) (string, error) {
 	segs, err := scan(src)
 	if err != nil {
@@ -104,6 +106,71 @@ func unknownName(src string) (string, error) {
 	return "", nil
 }
 
+// inlineIfTokens marks the tokens of a tag's code that belong to an
+// inline if-expression (a if c else b), whose filters and tests jinja2
+// looks up only when it runs one (CondExpr compiles in a soft frame);
+// the rest of the tag jinja2 checks when it compiles it. An
+// if-expression binds loosest, so it spans the whole expression it is
+// in: from the start of the code, an opening bracket, a ",", a ":" or an
+// assigning "=" to the next of those or the closing bracket. An "if" is
+// the operator only after an operand (elsewhere it is a name to jinja2),
+// and in a {% for %} the first "if" after the iterable starts the loop's
+// filter, which jinja2 checks, and an expression of its own.
+func inlineIfTokens(toks []string) []bool {
+	soft := make([]bool, len(toks))
+	type expr struct {
+		start  int
+		inline bool
+	}
+	stack := []expr{{start: 0}}
+	end := func(at int) { // the innermost expression ends before at
+		if top := stack[len(stack)-1]; top.inline {
+			for k := top.start; k < at; k++ {
+				soft[k] = true
+			}
+		}
+	}
+	isFor := len(toks) > 0 && toks[0] == "for"
+	loopFilter := false // the for's loop filter has begun
+	for i, tok := range toks {
+		top := &stack[len(stack)-1]
+		switch {
+		case tok == "(" || tok == "[" || tok == "{":
+			stack = append(stack, expr{start: i + 1})
+		case (tok == ")" || tok == "]" || tok == "}") && len(stack) > 1:
+			end(i)
+			stack = stack[:len(stack)-1]
+		case tok == "," || tok == ":" || (tok == "=" && assigns(toks, i)) ||
+			(isFor && len(stack) == 1 && tok == "in" && !loopFilter):
+			end(i)
+			*top = expr{start: i + 1}
+		case tok == "if" && i > 0 && toks[i-1] != "." && endsOperand(toks, i-1):
+			if isFor && len(stack) == 1 && !loopFilter {
+				loopFilter = true
+				end(i)
+				*top = expr{start: i + 1}
+				continue
+			}
+			top.inline = true
+		}
+	}
+	end(len(toks))
+	return soft
+}
+
+// assigns reports whether the "=" at toks[i] assigns (a keyword argument,
+// a default, a set) rather than being part of ==, !=, <= or >=.
+func assigns(toks []string, i int) bool {
+	if i+1 < len(toks) && toks[i+1] == "=" {
+		return false
+	}
+	if i == 0 {
+		return true
+	}
+	prev := toks[i-1]
+	return prev != "=" && prev != "!" && prev != "<" && prev != ">"
+}
+
 // unknownInCode reads one tag's code token by token for the filter after
 // each "|" and the test after each "is" (and "is not"); it returns
 // jinja2's complaint about the first that jinja2 has not, or "".
@@ -117,14 +184,11 @@ func unknownInCode(code string) string {
 		toks = append(toks, code[start:end])
 		i = end
 	}
-	for _, tok := range toks {
-		if tok == "if" {
-			// An inline if-expression defers what is inside it; where
-			// it ends is not read here.
-			return ""
-		}
-	}
+	soft := inlineIfTokens(toks)
 	for i := 0; i+1 < len(toks); i++ {
+		if soft[i] {
+			continue // in an inline if-expression: jinja2 defers it
+		}
 		var what string
 		var known map[string]bool
 		j := i + 1

@@ -1,7 +1,8 @@
 """Writes golden.json: templates that jinja2 refuses, when it loads or
 renders them, where the engine rendered something (a wrong template
 became silently wrong text): arguments a filter has not, an inline if
-as an {% if %} test, an undefined operand of + or - or of <, each with what
+as an {% if %} test, an undefined operand of + or - or of <, a
+filter jinja2 has not beside an inline if, each with what
 jinja2 did, set up as testdata/templates/py/check_jinja2.py sets it up
 (transformers' settings): "load_error" where Environment.from_string
 refused it, "error" where rendering raised, else "want".
@@ -52,6 +53,20 @@ CASES = [
     "{% if d.zz > 0 %}p{% endif %}",
     "{{ n + 1 }}|{{ s + 'c' }}|{{ xs + [3] }}|{{ n - 1 - 1 }}|{{ n < 3 }}|{{ x is defined and x + 1 }}|{{ (x + 1) if false else 3 }}|{{ x == 1 }}|{{ x ~ 'a' }}|{{ d.a + n }}|{{ xs[n - 1] }}|{{ x is defined and x < 1 }}",
     "{% for a in xs %}{{ loop.index0 + 1 }}{{ loop.revindex - 1 }}{% if loop.index > 1 %}>{% endif %}{% endfor %}",
+    # a filter or test jinja2 has not, in a tag with an inline if: only
+    # what the if-expression holds waits for the rendering
+    "{% for a in [] %}{{ (a if 1 else 2)|nosuch }}{% endfor %}",
+    "{% for a in [] %}{{ [a if 1 else 2, 3|nosuch] }}{% endfor %}",
+    "{% for a in [] %}{{ f(1 if 1 else 2)|nosuch }}{% endfor %}",
+    "{% for a in [] %}{{ (1 if 1 else 2) is nosuch }}{% endfor %}",
+    "{% for a in [] %}{{ f(k=1 if 1 else 2, j=3|nosuch) }}{% endfor %}",
+    "{% for a in xs if a|nosuch %}{% endfor %}",
+    "{% for a in xs if a if 1 else 0 %}{{ a|nosuch }}{% endfor %}",
+    "{% set y = (1 if 1 else 2)|nosuch %}",
+    "{{ x|nosuch if 1 else 2 }}",
+    "{{ 1 if 3|nosuch }}",
+    "{{ 1 if 1 else 2|nosuch }}|{{ d|default(1 if n else 2|nosuch) }}|{{ {'k': 1 if 1 else 2|nosuch, 'j': 2} }}|{{ xs[0 if 1 else 1|nosuch] }}|{{ n if n == 2 else n|nosuch }}",
+    "{% for a in xs if (a if 1 else a|nosuch) %}{{ a }}{% endfor %}|{% macro m(a=1 if 1 else 2|nosuch) %}{{ a }}{% endmacro %}{{ m() }}|{% set y = 1 if 1 else 2|nosuch %}{{ y }}|{% for a in xs if a if 1 else a|nosuch %}{{ a }}{% endfor %}",
 ]
 
 

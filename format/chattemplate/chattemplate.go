@@ -93,9 +93,9 @@ var reserved = map[string]bool{"messages": true, "tools": true, "documents": tru
 	"range": true, tojsonName: true, titleName: true, centerName: true, escapedName: true, isFilterName: true, isTestName: true, trimName: true, stringName: true, listName: true, roundName: true, intName: true, formatName: true, divName: true, floorDivName: true, modName: true, powName: true, mulName: true, dictsortName: true, splatName: true, mapName: true, unpackName: true, unpackedName: true, divisiblebyName: true, badCallName: true, oddName: true, evenName: true, negName: true, posName: true, definedName: true, hookLoop: true, hookEnter: true, hookLeave: true, hookLeaveWith: true, hookOut: true, hookSet: true}
 
 // isReserved reports whether a kwarg named k would be set by Render itself
-// (reserved, or one of our str methods or mutators).
+// (reserved, or one of our str methods, mutators or call blocks' macros).
 func isReserved(k string) bool {
-	return reserved[k] || strings.HasPrefix(k, strMethodPrefix) || strings.HasPrefix(k, mutCallPrefix)
+	return reserved[k] || strings.HasPrefix(k, strMethodPrefix) || strings.HasPrefix(k, mutCallPrefix) || strings.HasPrefix(k, callerPrefix)
 }
 
 // ConfigName is the file of a model folder that holds the chat template and

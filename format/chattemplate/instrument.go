@@ -26,7 +26,10 @@ import (
 //     keys; its filters are looked up before variables, so the call is
 //     renamed instead), and likewise the other filters renamedFilter
 //     names; operators whose meaning is not Python's become calls
-//     (pyops.go).
+//     (pyops.go);
+//   - a {% call(params) f(args) %} block becomes a macro that the
+//     {% endcall %} passes to f as caller (callAsMacro), so its
+//     parameters bind as jinja2 binds them.
 //
 // The inserted tags are expressions, not block tags, on purpose: the
 // engine applies trim_blocks/lstrip_blocks and the "-" markers by looking
@@ -290,6 +293,9 @@ type block struct {
 	// setFilter is a block set's filters ("| f(1)"), applied to its
 	// setTarget at the endset (endSetFilter).
 	setFilter, setTarget string
+	// callerCall: a call block with parameters, rewritten as a macro,
+	// prints this call at its end (callAsMacro).
+	callerCall string
 }
 
 // instrumented is a rewritten template source with its regions.
@@ -461,17 +467,21 @@ func (w *rewriter) segment(s segment) error {
 // code writes an expression or statement tag as rewritten.
 func (w *rewriter) code(s segment, content string) error {
 	if s.kind == segExpr {
-		// Printing goes through hookOut with hooks false too: it also
-		// prints floats as Python does, which is no limit, and the plain
-		// rendering tests compare against must do the same.
-		code := " " + hookOut + "(" + renameFilters(pyOps(content)) + ") "
-		if w.syntax {
-			code = " " + renameFilters(pyOps(content)) + " "
-		}
-		w.tag(s, code)
+		w.tag(s, " "+w.printed(renameFilters(pyOps(content)))+" ")
 		return nil
 	}
 	return w.statement(s, content)
+}
+
+// printed is the rewritten expression code as a {{ }} tag prints it.
+// Printing goes through hookOut with hooks false too: it also prints
+// floats as Python does, which is no limit, and the plain rendering
+// tests compare against must do the same.
+func (w *rewriter) printed(code string) string {
+	if w.syntax {
+		return code
+	}
+	return hookOut + "(" + code + ")"
 }
 
 // opsStatements are the statements whose expressions pyOps rewrites
@@ -494,40 +504,7 @@ func (w *rewriter) statement(s segment, content string) error {
 	}
 	switch kw {
 	case "for", "macro", "call":
-		if kw == "macro" {
-			if err := macroSplatParameter(content); err != nil {
-				return err
-			}
-			if err := macroDefaultCommas(content); err != nil {
-				return err
-			}
-			if w.hooks {
-				guarded, err := guardMacroDefaults(code)
-				if err != nil {
-					return err
-				}
-				code = guarded
-			}
-		}
-		if kw == "for" {
-			code = pairLoopFilter(code)
-		}
-		id := len(w.regions)
-		w.regions = append(w.regions, region{steps: 1}) // an empty body still costs a step
-		if err := w.push(block{kind: kw, region: id}); err != nil {
-			return err
-		}
-		w.tag(s, code)
-		if w.hooks {
-			// A {% call %} body counts as a macro level too: caller
-			// can be passed to it and called again from within it.
-			hook := hookLoop
-			if kw == "macro" || kw == "call" {
-				hook = hookEnter
-			}
-			fmt.Fprintf(&w.out, "{{ %s(%d) }}", hook, id)
-		}
-		return nil
+		return w.openBody(s, kw, content, code)
 	case "if", "filter", "generation":
 		w.tag(s, code)
 		return w.push(block{kind: kw, region: -1})
@@ -573,8 +550,23 @@ func (w *rewriter) statement(s segment, content string) error {
 			w.stack[n-1].inElse = true
 		}
 	case "endmacro", "endcall":
+		if n := len(w.stack); kw == "endmacro" && n > 0 && w.stack[n-1].callerCall != "" {
+			// The engine would close the macro a call block became.
+			return &staticError{"unknown tag 'endmacro': the innermost block that needs to be closed is 'call'"}
+		}
 		if w.hooks {
 			w.out.WriteString("{{ " + hookLeave + "() }}")
+		}
+		if n := len(w.stack); kw == "endcall" && n > 0 && w.stack[n-1].callerCall != "" {
+			// The call block became a macro (callAsMacro): it ends, and
+			// the call prints what the call block printed. An expression
+			// tag without markers does not move the trimming the tag's
+			// markers and trim_blocks do.
+			call := w.stack[n-1].callerCall
+			w.pop()
+			w.tag(s, " endmacro ")
+			w.out.WriteString("{{ " + w.printed(call) + " }}")
+			return nil
 		}
 		w.pop()
 	case "endset":
@@ -593,6 +585,52 @@ func (w *rewriter) statement(s segment, content string) error {
 		return nil
 	}
 	w.tag(s, code)
+	return nil
+}
+
+// openBody writes the tag s of a block whose body is a region of its
+// own (a for, a macro or a call block; code is its rewritten content)
+// and the hook that starts the body.
+func (w *rewriter) openBody(s segment, kw, content, code string) error {
+	var callerCall string // the call a call block with parameters prints at its end
+	if kw == "call" {
+		if macro, call, ok := callAsMacro(content, len(w.regions)); ok {
+			kw, content, code, callerCall = "macro", macro, renameFilters(macro), renameFilters(pyOps(call))
+		}
+	}
+	if kw == "macro" {
+		if err := macroSplatParameter(content); err != nil {
+			return err
+		}
+		if err := macroDefaultCommas(content); err != nil {
+			return err
+		}
+		if w.hooks {
+			guarded, err := guardMacroDefaults(code)
+			if err != nil {
+				return err
+			}
+			code = guarded
+		}
+	}
+	if kw == "for" {
+		code = pairLoopFilter(code)
+	}
+	id := len(w.regions)
+	w.regions = append(w.regions, region{steps: 1}) // an empty body still costs a step
+	if err := w.push(block{kind: kw, region: id, callerCall: callerCall}); err != nil {
+		return err
+	}
+	w.tag(s, code)
+	if w.hooks {
+		// A {% call %} body counts as a macro level too: caller
+		// can be passed to it and called again from within it.
+		hook := hookLoop
+		if kw == "macro" || kw == "call" {
+			hook = hookEnter
+		}
+		fmt.Fprintf(&w.out, "{{ %s(%d) }}", hook, id)
+	}
 	return nil
 }
 

@@ -2,7 +2,8 @@
 renders them, where the engine rendered something (a wrong template
 became silently wrong text): arguments a filter has not, an inline if
 as an {% if %} test, an undefined operand of + or - or of <, a
-filter jinja2 has not beside an inline if, each with what
+filter jinja2 has not beside an inline if, a call block's default
+parameters, each with what
 jinja2 did, set up as testdata/templates/py/check_jinja2.py sets it up
 (transformers' settings): "load_error" where Environment.from_string
 refused it, "error" where rendering raised, else "want".
@@ -66,6 +67,15 @@ CASES = [
     "{{ x|nosuch if 1 else 2 }}",
     "{{ 1 if 3|nosuch }}",
     "{{ 1 if 1 else 2|nosuch }}|{{ d|default(1 if n else 2|nosuch) }}|{{ {'k': 1 if 1 else 2|nosuch, 'j': 2} }}|{{ xs[0 if 1 else 1|nosuch] }}|{{ n if n == 2 else n|nosuch }}",
+    # a call block's parameters are a macro's: defaults, keywords, and no
+    # variable of the outer scope for one that was not passed
+    "{% macro m() %}[{{ caller(1) }}]{% endmacro %}{% call(x, y='d') m() %}{{ x }}-{{ y }}{% endcall %}",
+    "{% macro m() %}[{{ caller(1, 2) }}|{{ caller(y=5) }}|{{ caller(1, y=none) }}]{% endmacro %}{% call(x, y='d') m() %}{{ x }}-{{ y }}{% endcall %}",
+    "{% macro m(a, b=2) %}<{{ a }}{{ b }}{{ caller(a) }}>{% endmacro %}{% for i in xs %}\n  {% call(x, y=i * 10) m(i,) %}\n    {{ x }}:{{ y }}:{{ i }}\n  {% endcall %}\n{% endfor %}|{% call(x, y=xs|length) m(0, b=3) -%}\n  {{ y }}\n{%- endcall %}",
+    "{% set y = 'outer' %}{% macro m() %}[{{ caller(1) }}]{% endmacro %}{% call(x, y) m() %}{{ x }}-{{ y }}{% endcall %}",
+    "{% macro m() %}[{{ caller(1) }}]{% endmacro %}{% call(x, y=x ~ '!') m() %}{{ x }}-{{ y }}{% endcall %}|{% macro p() %}({{ caller() }}){% endmacro %}{% call p() %}plain{% endcall %}|{% call(x) p() %}{{ x }}{% endcall %}",
+    "{% macro m() %}[{{ caller(1) }}]{% endmacro %}{% call(x, y=f(1)) m() %}{{ x }}-{{ y }}{% endcall %}",
+    "{% macro m() %}[{{ caller(1) }}]{% endmacro %}{% call(x) m() %}{{ x }}{% endmacro %}",
     "{% for a in xs if (a if 1 else a|nosuch) %}{{ a }}{% endfor %}|{% macro m(a=1 if 1 else 2|nosuch) %}{{ a }}{% endmacro %}{{ m() }}|{% set y = 1 if 1 else 2|nosuch %}{{ y }}|{% for a in xs if a if 1 else a|nosuch %}{{ a }}{% endfor %}",
 ]
 

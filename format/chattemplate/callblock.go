@@ -1,0 +1,56 @@
+package chattemplate
+
+import (
+	"fmt"
+	"strings"
+)
+
+// callerPrefix names the macros call blocks with parameters become.
+const callerPrefix = "__hone_caller"
+
+// callAsMacro rewrites the content of a {% call(params) f(args) %} tag,
+// one with a parameter list, into the {% macro %} tag its body becomes,
+// named callerPrefix and id, and the call f(args, caller=name) that the
+// {% endcall %} prints (callCloser): jinja2's caller takes its
+// parameters as a macro does, where the engine's bound only the
+// positional arguments to the names as written, so a default was never
+// set ({% call(x, y='d') %} left y undefined, as it did y=5 passed by
+// keyword), a parameter not passed read the outer variable of its name,
+// and a default with parentheses cut the tag short. The engine's macro
+// binds them as jinja2 does, and a macro defined where the call block
+// stands sees the same variables. ok is false for a tag without
+// parameters, or one whose call is no f(...) (left to the engine, which
+// refuses what jinja2 refuses); the text returned is then unused.
+func callAsMacro(content string, id int) (macro, call string, ok bool) {
+	rest := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(content), "call"))
+	if !strings.HasPrefix(rest, "(") {
+		return "", "", false
+	}
+	end := closeBracket(rest, 0)
+	if end < 0 || rest[end] != ')' {
+		return "", "", false
+	}
+	name := fmt.Sprintf("%s%d", callerPrefix, id)
+	params, expr := rest[1:end], strings.TrimSpace(rest[end+1:])
+	if !strings.HasSuffix(expr, ")") {
+		return "", "", false
+	}
+	// The opening bracket of the call's argument list: the last one at
+	// the top level, which the final ")" closes.
+	open := -1
+	scanCode(expr, func(i, depth int) bool {
+		if depth == 0 && expr[i] == '(' {
+			open = i
+		}
+		return false
+	})
+	if open <= 0 || closeBracket(expr, open) != len(expr)-1 {
+		return "", "", false
+	}
+	args := strings.TrimSpace(expr[open+1 : len(expr)-1])
+	if args != "" && !strings.HasSuffix(args, ",") {
+		args += ","
+	}
+	call = expr[:open] + "(" + args + " caller=" + name + ")"
+	return " macro " + name + "(" + params + ") ", call, true
+}

@@ -90,7 +90,7 @@ var specialTokenKeys = []string{"bos_token", "eos_token", "unk_token", "sep_toke
 // reserved are the variables Render sets itself; a kwarg with one of these
 // names is an error in transformers too (a duplicate keyword argument).
 var reserved = map[string]bool{"messages": true, "tools": true, "documents": true, "add_generation_prompt": true,
-	"range": true, tojsonName: true, titleName: true, centerName: true, escapedName: true, isFilterName: true, isTestName: true, trimName: true, stringName: true, listName: true, roundName: true, intName: true, formatName: true, divName: true, floorDivName: true, modName: true, powName: true, mulName: true, dictsortName: true, splatName: true, mapName: true, unpackName: true, unpackedName: true, divisiblebyName: true, badCallName: true, oddName: true, evenName: true, negName: true, posName: true, definedName: true, hookLoop: true, hookEnter: true, hookLeave: true, hookLeaveWith: true, hookOut: true, hookSet: true}
+	"range": true, tojsonName: true, titleName: true, centerName: true, escapedName: true, isFilterName: true, isTestName: true, trimName: true, stringName: true, listName: true, roundName: true, intName: true, formatName: true, divName: true, floorDivName: true, modName: true, powName: true, mulName: true, dictsortName: true, splatName: true, mapName: true, unpackName: true, unpackedName: true, divisiblebyName: true, badCallName: true, oddName: true, evenName: true, negName: true, posName: true, definedName: true, addName: true, subName: true, hookLoop: true, hookEnter: true, hookLeave: true, hookLeaveWith: true, hookOut: true, hookSet: true}
 
 // isReserved reports whether a kwarg named k would be set by Render itself
 // (reserved, or one of our str methods, mutators or call blocks' macros).

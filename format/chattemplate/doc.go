@@ -24,7 +24,7 @@
 // string filter print a value as Python's str() does (pystr.go: floats,
 // None, lists and dicts). The list, round, int and format filters are
 // jinja2's too (pyfilters.go, pyformat.go: a dict's list is its keys;
-// round halves to even; int takes a base), and so are the operators *, **, //, % and / and
+// round halves to even; int takes a base), and so are the operators +, -, *, **, //, % and / and
 // chained comparisons such as 0 < x < 5, unary - and + (an error on what
 // is no number), and the odd and even tests (on floats too) (pyops.go,
 // pyarith.go).

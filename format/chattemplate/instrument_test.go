@@ -47,6 +47,9 @@ func renderPlain(t *Template, name string, in Input) (string, error) {
 			return fmt.Errorf("a %s of %d bytes repeated %d times", what, unit, count)
 		})
 	})
+	plainRepr := func(v jinja.Value) (string, error) { return pythonStr(v), nil }
+	data[addName] = jinja.NewCallable("+", pyAddSub(false, plainRepr))
+	data[subName] = jinja.NewCallable("-", pyAddSub(true, plainRepr))
 	for k, v := range strMethodCallables() {
 		data[k] = v
 	}

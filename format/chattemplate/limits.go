@@ -169,6 +169,8 @@ func (b *budget) callables() map[string]jinja.Value {
 		trimName:      jinja.NewCallable("trim", trimFilter),
 		stringName:    jinja.NewCallable("string", b.str),
 		mulName:       jinja.NewCallable("*", b.mul),
+		addName:       jinja.NewCallable("+", pyAddSub(false, b.repr)),
+		subName:       jinja.NewCallable("-", pyAddSub(true, b.repr)),
 	}
 	maps.Copy(calls, b.mutatorCallables())
 	return calls
@@ -247,6 +249,14 @@ func (b *budget) str(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value,
 		return jinja.Undefined(), err
 	}
 	return jinja.NewString(pythonStr(args[0])), b.check()
+}
+
+// repr is Python's str() of v (pythonStr), measured first, as str does.
+func (b *budget) repr(v jinja.Value) (string, error) {
+	if _, err := b.measure(v, nil); err != nil {
+		return "", err
+	}
+	return pythonStr(v), nil
 }
 
 // mul is the * operator (pyMul), which stops at the value bytes limit

@@ -356,12 +356,12 @@ const (
 )
 
 // definedName is the variable pyDefined is passed as: pyOps wraps the
-// operands of +, - and the ordering comparisons in it.
+// operands of the ordering comparisons in it.
 const definedName = "__hone_defined"
 
 // pyDefined gives its one argument back, or jinja2's UndefinedError when
-// it is undefined, which jinja2 raises for an operand of +, -, <, >, <=
-// and >= (the engine computed with 0 or "").
+// it is undefined, which jinja2 raises for an operand of <, >, <= and >=
+// (the engine compared 0 or "").
 func pyDefined(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
 	if len(args) != 1 {
 		return jinja.Undefined(), fmt.Errorf("operand check: takes one operand, got %d", len(args))
@@ -370,6 +370,83 @@ func pyDefined(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error
 		return jinja.Undefined(), errors.New("UndefinedError: an operand of an arithmetic operator or comparison is undefined")
 	}
 	return args[0], nil
+}
+
+// addName and subName are the variables pyAddSub's + and - are passed as:
+// pyOps rewrites a + b and a - b to calls of them.
+const (
+	addName = "__hone_add"
+	subName = "__hone_sub"
+)
+
+// pyAddSub is Python's a + b, or a - b (sub): numbers (a bool is an int)
+// add as Python's do, and + joins two strings or two lists; any other
+// pair is jinja2's TypeError, and an undefined operand its
+// UndefinedError. The engine took what was no number for 0 or "" (x + 1
+// printed 1 for x undefined, 'ab' - 1 printed -1, [1] + 1 printed 1) and
+// joined a number and a string (1 + 'a' printed 1a). One pair jinja2
+// refuses is joined still: a string and a dict, with the dict as repr
+// gives it (a tool call's arguments written into the prompt with +, which
+// Render renders again with the arguments as text: renderInput).
+func pyAddSub(sub bool, repr func(jinja.Value) (string, error)) func([]jinja.Value, map[string]jinja.Value) (jinja.Value, error) {
+	op := "+"
+	if sub {
+		op = "-"
+	}
+	return func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+		if len(args) != 2 {
+			return jinja.Undefined(), fmt.Errorf("%s: takes two operands, got %d", op, len(args))
+		}
+		a, b := args[0], args[1]
+		switch {
+		case a.IsUndefined() || b.IsUndefined():
+			return jinja.Undefined(), fmt.Errorf("UndefinedError: an operand of %s is undefined", op)
+		case (a.IsInt() || a.IsFloat() || a.IsBool()) && (b.IsInt() || b.IsFloat() || b.IsBool()):
+			return addNumbers(a, b, sub)
+		case sub:
+		case a.IsString() && b.IsString():
+			return jinja.NewString(a.AsString() + b.AsString()), nil
+		case a.IsList() && b.IsList():
+			x, y := a.AsList().Items, b.AsList().Items
+			return jinja.NewList(append(append(make([]jinja.Value, 0, len(x)+len(y)), x...), y...)), nil
+		case (a.IsString() && b.IsDict()) || (a.IsDict() && b.IsString()):
+			x, err := repr(a)
+			if err != nil {
+				return jinja.Undefined(), err
+			}
+			y, err := repr(b)
+			if err != nil {
+				return jinja.Undefined(), err
+			}
+			return jinja.NewString(x + y), nil
+		case a.IsString() || a.IsList():
+			return jinja.Undefined(), fmt.Errorf("TypeError: can only concatenate %s (not \"%s\") to %s", pyTypeName(a), pyTypeName(b), pyTypeName(a))
+		}
+		return jinja.Undefined(), fmt.Errorf("TypeError: unsupported operand type(s) for %s: '%s' and '%s'", op, pyTypeName(a), pyTypeName(b))
+	}
+}
+
+// addNumbers is a + b or a - b (sub) for two numbers: a float if either
+// is one, else an int, an error where it leaves 64 bits (Python's int
+// grows; the engine's wrapped around).
+func addNumbers(a, b jinja.Value, sub bool) (jinja.Value, error) {
+	if a.IsFloat() || b.IsFloat() {
+		if sub {
+			return jinja.NewFloat(floatOf(a) - floatOf(b)), nil
+		}
+		return jinja.NewFloat(floatOf(a) + floatOf(b)), nil
+	}
+	x, y := intOf(a), intOf(b)
+	if sub {
+		if (y < 0 && x > math.MaxInt64+y) || (y > 0 && x < math.MinInt64+y) {
+			return jinja.Undefined(), errors.New("-: the result is too large for a 64-bit int")
+		}
+		return jinja.NewInt(x - y), nil
+	}
+	if (y > 0 && x > math.MaxInt64-y) || (y < 0 && x < math.MinInt64-y) {
+		return jinja.Undefined(), errors.New("+: the result is too large for a 64-bit int")
+	}
+	return jinja.NewInt(x + y), nil
 }
 
 // pyUnary is Python's unary - (neg) or + on a number: a bool is an int

@@ -36,9 +36,13 @@ import (
 //     "" (functionary v3.2 writes a tool parameter's default and bounds
 //     with ~, so "default": 1.0 was "Default=1." where the model was
 //     trained on "Default=1.0.", and null was "" where it read None);
-//   - an operand of +, - or an ordering comparison that is no literal
-//     becomes __hone_defined(x), which fails for an undefined value, as
-//     jinja2 does (defined): the engine took it for 0 or "".
+//   - a + b and a - b become __hone_add(a, b) and __hone_sub(a, b),
+//     Python's (pyAddSub): the engine took an undefined value, None, a
+//     list or a dict for 0 or "" and joined 1 + 'a' into "1a", where
+//     jinja2 raises;
+//   - an operand of an ordering comparison that is no literal becomes
+//     __hone_defined(x), which fails for an undefined value, as jinja2
+//     does (defined): the engine compared 0 or "".
 //
 // The operands are found by parsing the code with the engine's grammar
 // (its precedence, which is what the rewritten text is parsed with), so
@@ -421,13 +425,20 @@ func (p *opParser) binary(i int) opNode {
 	from := p.from()
 	kids := []opNode{p.binary(i + 1)}
 	for !p.failed && p.oneOf(levels[i]) {
+		if levels[i][0] == "+" {
+			// a + b - c is __hone_sub(__hone_add(a, b), c): jinja2's
+			// left-associative reading.
+			call := addName
+			if p.is(0, "-") {
+				call = subName
+			}
+			p.pos++
+			left, right := kids[0], p.binary(i+1)
+			kids[0] = opNode{from: left.from, to: right.to, text: call + "(" + p.str(left) + ", " + p.str(right) + ")"}
+			continue
+		}
 		p.pos++
 		kids = append(kids, p.binary(i+1))
-	}
-	if len(kids) > 1 && levels[i][0] == "+" {
-		for k := range kids {
-			kids[k] = p.defined(kids[k])
-		}
 	}
 	if len(kids) > 1 && levels[i][0] == "~" {
 		for k := range kids {
@@ -522,9 +533,8 @@ func (p *opParser) comparison() opNode {
 
 // defined is n passed through a call of ours (pyDefined) that fails for
 // an undefined value: jinja2 raises UndefinedError for an undefined
-// operand of + and - and of <, >, <= and >=, where the engine took it for
-// 0 or "" ({{ x + 1 }} printed 1, x < 1 was True), so a misspelt name
-// became silently wrong text. A literal, and a parenthesized tuple (which
+// operand of <, >, <= and >=, where the engine took it for 0 or "" (x < 1
+// was True), so a misspelt name became silently wrong text. A literal, and a parenthesized tuple (which
 // a call's parentheses would not keep one), are left as they are.
 func (p *opParser) defined(n opNode) opNode {
 	if p.failed || n.tuple || p.literal(n) || strings.HasPrefix(n.text, definedName+"(") {

@@ -1,7 +1,8 @@
 """Writes golden.json: templates that jinja2 refuses, when it loads or
 renders them, where the engine rendered something (a wrong template
 became silently wrong text): arguments a filter has not, an inline if
-as an {% if %} test, an undefined operand of + or - or of <, a
+as an {% if %} test, an undefined operand of + or - or of <, + and - on
+what Python does not add or subtract, a
 filter jinja2 has not beside an inline if, a call block's default
 parameters, each with what
 jinja2 did, set up as testdata/templates/py/check_jinja2.py sets it up
@@ -54,6 +55,15 @@ CASES = [
     "{% if d.zz > 0 %}p{% endif %}",
     "{{ n + 1 }}|{{ s + 'c' }}|{{ xs + [3] }}|{{ n - 1 - 1 }}|{{ n < 3 }}|{{ x is defined and x + 1 }}|{{ (x + 1) if false else 3 }}|{{ x == 1 }}|{{ x ~ 'a' }}|{{ d.a + n }}|{{ xs[n - 1] }}|{{ x is defined and x < 1 }}",
     "{% for a in xs %}{{ loop.index0 + 1 }}{{ loop.revindex - 1 }}{% if loop.index > 1 %}>{% endif %}{% endfor %}",
+    # + and - on what Python does not add or subtract
+    "{{ xs + 1 }}",
+    "{{ 1 + s }}",
+    "{{ s + 1 }}",
+    "{{ none + 1 }}",
+    "{{ s - 1 }}",
+    "{{ xs - xs }}",
+    "{{ d + d }}",
+    "{{ true + 1 }}|{{ true + true }}|{{ 1 + 1.5 }}|{{ 2.5 - 0.5 }}|{{ 1 - 3 }}|{{ 9223372036854775807 - 1 }}|{{ [] + [] }}|{{ 'a' + 'b' + 'c' }}|{{ 1 - 2 - 3 }}|{{ 1 - 2 + 3 }}|{{ (xs + xs)|length }}|{{ -1 + n }}",
     # a filter or test jinja2 has not, in a tag with an inline if: only
     # what the if-expression holds waits for the rendering
     "{% for a in [] %}{{ (a if 1 else 2)|nosuch }}{% endfor %}",

@@ -46,6 +46,14 @@ func (s *stringList) UnmarshalJSON(b []byte) error {
 
 type streamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
+	// ContinuousUsageStats (vLLM's) has every chunk carry the usage so
+	// far; as in vLLM it applies only with IncludeUsage.
+	ContinuousUsageStats bool `json:"continuous_usage_stats"`
+}
+
+// continuous says whether every chunk carries the usage so far.
+func (o *streamOptions) continuous() bool {
+	return o != nil && o.IncludeUsage && o.ContinuousUsageStats
 }
 
 // samplingFields are shared by chat and completions requests.
@@ -266,6 +274,14 @@ type apiError struct {
 
 type errorBody struct {
 	Error apiError `json:"error"`
+}
+
+// usageSoFar is the usage of a stream after completion tokens: that of
+// every chunk with continuous_usage_stats, and of the last usage chunk.
+func (s *Server) usageSoFar(h *engine.Handle, prompt, completion int) *usage {
+	u := s.usage(h, prompt)
+	u.CompletionTokens, u.TotalTokens = completion, prompt+completion
+	return &u
 }
 
 // usage starts the usage of a request with prompt tokens: with prefix

@@ -534,7 +534,11 @@ func toInt32(ids []int) []int32 {
 // because only the whole output tells content from tool calls.
 func (s *Server) chatStream(ctx context.Context, w http.ResponseWriter, req *chatRequest, h *engine.Handle, n int, prompt []int32, tm toolMode, id string, created int64, modelName string) error {
 	sse := newSSE(w)
+	completion := 0
 	chunk := func(choices []chatChoice, u *usage, first bool) {
+		if u == nil && req.StreamOptions.continuous() {
+			u = s.usageSoFar(h, len(prompt), completion)
+		}
 		c := chatResponse{ID: id, Object: "chat.completion.chunk", Created: created, Model: modelName, Choices: choices, Usage: u}
 		if first && req.ReturnTokenIDs {
 			c.PromptTokenIDs = prompt
@@ -551,7 +555,6 @@ func (s *Server) chatStream(ctx context.Context, w http.ResponseWriter, req *cha
 	}
 	chunk(firsts, nil, true)
 	held := make([]choiceOut, n)
-	completion := 0
 	t0, first := time.Now(), true
 	for {
 		evs, done, err := h.Next(ctx)
@@ -608,9 +611,7 @@ func (s *Server) chatStream(ctx context.Context, w http.ResponseWriter, req *cha
 		}
 	}
 	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
-		u := s.usage(h, len(prompt))
-		u.CompletionTokens, u.TotalTokens = completion, len(prompt)+completion
-		chunk(nil, &u, false)
+		chunk(nil, s.usageSoFar(h, len(prompt), completion), false)
 	}
 	sse.done()
 	return nil

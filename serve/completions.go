@@ -426,16 +426,18 @@ func (s *Server) completionStream(ctx context.Context, w http.ResponseWriter, re
 				f := ev.Finish
 				ch.FinishReason = &f
 			}
-			sse.send(completionResponse{ID: id, Object: "text_completion", Created: created, Model: modelName, Choices: []completionChoice{ch}})
+			c := completionResponse{ID: id, Object: "text_completion", Created: created, Model: modelName, Choices: []completionChoice{ch}}
+			if req.StreamOptions.continuous() {
+				c.Usage = s.usageSoFar(h, len(prompt), completion)
+			}
+			sse.send(c)
 		}
 		if done {
 			break
 		}
 	}
 	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
-		u := s.usage(h, len(prompt))
-		u.CompletionTokens, u.TotalTokens = completion, len(prompt)+completion
-		sse.send(completionResponse{ID: id, Object: "text_completion", Created: created, Model: modelName, Choices: []completionChoice{}, Usage: &u})
+		sse.send(completionResponse{ID: id, Object: "text_completion", Created: created, Model: modelName, Choices: []completionChoice{}, Usage: s.usageSoFar(h, len(prompt), completion)})
 	}
 	sse.done()
 	return nil

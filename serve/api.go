@@ -83,7 +83,9 @@ type samplingFields struct {
 	// ReturnTokensAsTokenIDs writes every logprobs token as
 	// "token_id:<id>" (vLLM's extension), so that a client recovers the
 	// exact ids sampled, which a token's text cannot always name.
-	ReturnTokensAsTokenIDs bool   `json:"return_tokens_as_token_ids"`
+	// By pointer: left out, the server's --return-tokens-as-token-ids
+	// applies (tokensAsIDs).
+	ReturnTokensAsTokenIDs *bool  `json:"return_tokens_as_token_ids"`
 	SkipSpecialTokens      *bool  `json:"skip_special_tokens"`
 	User                   string `json:"user"`
 	// LogitBias maps token ids (as strings, OpenAI's shape) to a bias in
@@ -107,6 +109,16 @@ type samplingFields struct {
 	// Priority (vLLM's) is read only to refuse one other than 0: this
 	// server schedules first come first served, as vLLM's default policy.
 	Priority int `json:"priority"`
+}
+
+// tokensAsIDs says whether logprobs tokens are named "token_id:<id>": the
+// request's return_tokens_as_token_ids when it sends one, else the
+// server's default def (vLLM's --return-tokens-as-token-ids).
+func (f *samplingFields) tokensAsIDs(def bool) bool {
+	if f.ReturnTokensAsTokenIDs != nil {
+		return *f.ReturnTokensAsTokenIDs
+	}
+	return def
 }
 
 type responseFormat struct {

@@ -405,7 +405,7 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 		}
 		ch := chatChoice{Index: i, Message: msg, FinishReason: &finish}
 		if req.Logprobs {
-			ch.Logprobs = &chatLogprobs{Content: s.tokenLogprobs(o.ids, o.lps, o.tops, req.ReturnTokensAsTokenIDs)}
+			ch.Logprobs = &chatLogprobs{Content: s.tokenLogprobs(o.ids, o.lps, o.tops, req.tokensAsIDs(s.o.ReturnTokensAsTokenIDs))}
 		}
 		if req.ReturnTokenIDs {
 			ch.TokenIDs = nonNil(o.ids)
@@ -585,7 +585,7 @@ func (s *Server) chatStream(ctx context.Context, w http.ResponseWriter, req *cha
 			}
 			if ev.Token >= 0 {
 				if req.Logprobs {
-					ch.Logprobs = &chatLogprobs{Content: s.tokenLogprobs([]int32{ev.Token}, []float32{ev.Logprob}, [][]engine.TokenLogprob{ev.Top}, req.ReturnTokensAsTokenIDs)}
+					ch.Logprobs = &chatLogprobs{Content: s.tokenLogprobs([]int32{ev.Token}, []float32{ev.Logprob}, [][]engine.TokenLogprob{ev.Top}, req.tokensAsIDs(s.o.ReturnTokensAsTokenIDs))}
 				}
 				if req.ReturnTokenIDs {
 					ch.TokenIDs = []int32{ev.Token}

@@ -227,11 +227,11 @@ func (s *Server) choiceLogprobs(req *completionRequest, prompt []int32, promptLP
 	offset := 0
 	addTok := func(id int32, v *float32, top []engine.TokenLogprob) {
 		t, _ := s.tokenString(id)
-		name := s.logprobToken(id, req.ReturnTokensAsTokenIDs)
+		name := s.logprobToken(id, req.tokensAsIDs(s.o.ReturnTokensAsTokenIDs))
 		lp.Tokens = append(lp.Tokens, name)
 		lp.TokenLogprobs = append(lp.TokenLogprobs, v)
 		lp.TextOffset = append(lp.TextOffset, offset)
-		if req.ReturnTokensAsTokenIDs {
+		if req.tokensAsIDs(s.o.ReturnTokensAsTokenIDs) {
 			// vLLM counts the offsets over the tokens it returns,
 			// "token_id:<id>" strings here, so that a client indexing the
 			// joined tokens finds each one.
@@ -240,7 +240,7 @@ func (s *Server) choiceLogprobs(req *completionRequest, prompt []int32, promptLP
 		offset += len(t)
 		var m map[string]float32
 		if v != nil {
-			m = s.topLogprobs(id, *v, top, req.ReturnTokensAsTokenIDs)
+			m = s.topLogprobs(id, *v, top, req.tokensAsIDs(s.o.ReturnTokensAsTokenIDs))
 		}
 		lp.TopLogprobs = append(lp.TopLogprobs, m)
 	}
@@ -414,7 +414,7 @@ func (s *Server) completionStream(ctx context.Context, w http.ResponseWriter, re
 				}
 				if req.Logprobs != nil {
 					off := offsets[ev.Choice]
-					ch.Logprobs = s.chunkLogprobs(ev.Token, ev.Logprob, ev.Top, &off, req.ReturnTokensAsTokenIDs)
+					ch.Logprobs = s.chunkLogprobs(ev.Token, ev.Logprob, ev.Top, &off, req.tokensAsIDs(s.o.ReturnTokensAsTokenIDs))
 					offsets[ev.Choice] = off
 				}
 			}

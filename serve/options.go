@@ -53,6 +53,11 @@ type Options struct {
 	// would sample another policy than the one the trainer's ratios
 	// compare against, without a word in the client's request.
 	GenerationConfig string
+	// ReturnTokensAsTokenIDs is vLLM's --return-tokens-as-token-ids:
+	// logprobs tokens are named "token_id:<id>" unless a request's
+	// return_tokens_as_token_ids says otherwise. ART starts vLLM so and
+	// reads the sampled ids from those names.
+	ReturnTokensAsTokenIDs bool
 
 	// Set by the caller, not by flags.
 	Backend kernels.Backend // where Model is loaded and run (cmd builds it); unused with Upstream
@@ -82,6 +87,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	enable.NoOptDefVal = "true"
 	fs.BoolVar(&o.DisablePrefixCaching, "no-enable-prefix-caching", false, "turn prefix caching off (the same as --enable-prefix-caching=false)")
 	fs.StringVar(&o.GenerationConfig, "generation-config", "vllm", "where the sampling defaults of a request that leaves them out come from, as vLLM's flag: vllm (the default, as ART starts vLLM: rollouts sample the model itself) keeps the fixed defaults (temperature 1, top_p 1, no top_k, min_p or repetition penalty, max_tokens from --max-tokens); auto (vLLM's own default) takes temperature, top_p, top_k, min_p, repetition_penalty and max_new_tokens (then also a cap of max_tokens) from the model folder's generation_config.json, where it sets them; a folder path takes them, and the eos_token_id that replies stop on besides the tokenizer's eos_token, from that folder's generation_config.json instead")
+	fs.BoolVar(&o.ReturnTokensAsTokenIDs, "return-tokens-as-token-ids", false, "as vLLM's flag (which ART starts it with): name every logprobs token \"token_id:<id>\" unless a request's return_tokens_as_token_ids is false, so that a client reads the sampled ids, which a token's text cannot always name")
 	fs.IntVar(&o.MaxAdapters, "max-adapters", 2, "adapter steps kept loaded per run: the one <run>/latest names and the most recently current others (addressable as <run>@<step>)")
 	fs.IntVar(&o.MaxTokens, "max-tokens", 4096, "cap and default of max_tokens / max_completion_tokens (the default also within the context and what --kv-cache-bytes holds for the request's n choices)")
 	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", 8<<20, "largest request body accepted (413 beyond)")

@@ -242,6 +242,7 @@ var engineFlags = []struct{ flag, vllm string }{
 	{"max-queue", "vLLM queues the requests the front forwards"},
 	{"max-tokens", "vLLM's --max-model-len bounds a request"},
 	{"served-model-name", "vLLM's --served-model-name names the base model"},
+	{"return-tokens-as-token-ids", "vLLM's own --return-tokens-as-token-ids"},
 	{"request-timeout", "the front sets no deadline of its own; the client's timeout applies"},
 }
 

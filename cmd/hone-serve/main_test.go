@@ -72,7 +72,7 @@ func TestHelpAndUsage(t *testing.T) {
 			arg += "=m"
 		case "request-timeout":
 			arg += "=1m"
-		case "enable-prefix-caching", "no-enable-prefix-caching":
+		case "enable-prefix-caching", "no-enable-prefix-caching", "return-tokens-as-token-ids":
 		default:
 			arg += "=7"
 		}

@@ -106,9 +106,32 @@ type samplingFields struct {
 	// vLLM's beam search reads, has nothing to change without it.
 	UseBeamSearch bool     `json:"use_beam_search"`
 	LengthPenalty *float64 `json:"length_penalty"`
+	// vLLM's guided decoding is read only to refuse it (guidedField):
+	// answered without, the output would be unconstrained. By any, so
+	// that null is leaving it out.
+	GuidedJSON        any `json:"guided_json"`
+	GuidedChoice      any `json:"guided_choice"`
+	GuidedRegex       any `json:"guided_regex"`
+	GuidedGrammar     any `json:"guided_grammar"`
+	StructuredOutputs any `json:"structured_outputs"`
 	// Priority (vLLM's) is read only to refuse one other than 0: this
 	// server schedules first come first served, as vLLM's default policy.
 	Priority int `json:"priority"`
+}
+
+// guidedField names the first of vLLM's guided-decoding fields f sets
+// ("" when none).
+func (f *samplingFields) guidedField() string {
+	for _, g := range []struct {
+		name string
+		v    any
+	}{{"guided_json", f.GuidedJSON}, {"guided_choice", f.GuidedChoice}, {"guided_regex", f.GuidedRegex},
+		{"guided_grammar", f.GuidedGrammar}, {"structured_outputs", f.StructuredOutputs}} {
+		if g.v != nil {
+			return g.name
+		}
+	}
+	return ""
 }
 
 // tokensAsIDs says whether logprobs tokens are named "token_id:<id>": the

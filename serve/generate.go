@@ -64,6 +64,11 @@ func (s *Server) params(f *samplingFields, promptParam string, promptLen int, al
 		// Sampled choices returned as beams would answer another request.
 		return p, 0, badRequest("use_beam_search", "use_beam_search is not supported by this server, which samples; leave it out or false")
 	}
+	if g := f.guidedField(); g != "" {
+		// Ignored, the answer would look constrained to a client that
+		// relies on it (a judge's "yes" or "no") and hold anything.
+		return p, 0, badRequest(g, "%s (vLLM's guided decoding) is not supported by this server; on /v1/chat/completions send response_format json_schema (or json_object) instead", g)
+	}
 	s.gen.apply(&p)
 	if err := shapeParams(f, &p); err != nil {
 		return p, 0, err

@@ -181,6 +181,9 @@ type completionRequest struct {
 	Prompt   json.RawMessage `json:"prompt"`
 	Echo     bool            `json:"echo"`
 	Logprobs *int            `json:"logprobs"`
+	// ResponseFormat constrains the text as chat's does (vLLM reads it
+	// on completions too).
+	ResponseFormat *responseFormat `json:"response_format"`
 	// AddSpecialTokens (vLLM's; true unless sent) has the tokenizer add
 	// its special tokens, a BOS, to a text prompt.
 	AddSpecialTokens *bool `json:"add_special_tokens"`

@@ -158,7 +158,18 @@ func (s *Server) completionsRun(w http.ResponseWriter, r *http.Request, req *com
 	// allowed_token_ids and bad_words are read before the prompt is
 	// scored, as every other field: a request that can only be a 400 must
 	// cost no forward, nor be told to retry (429).
-	cons, err := s.filterTokens(&req.samplingFields, &p, nil)
+	rf, err := s.responseFormat(req.ResponseFormat)
+	if err != nil {
+		return err
+	}
+	if rf != nil && p.MinTokens > 0 {
+		// As on chat: a complete document allows only its end.
+		return badRequest("min_tokens", "min_tokens cannot be combined with response_format: the constrained output ends when its document does")
+	}
+	if p.MaxTokens == 0 {
+		rf = nil // an echo-only answer samples nothing to constrain
+	}
+	cons, err := s.filterTokens(&req.samplingFields, &p, withMaxTokens(rf, p.MaxTokens))
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@
 // as vLLM's does),
 // streaming with stream_options.include_usage, and vLLM's
 // continuous_usage_stats: the usage so far in every chunk), POST /v1/completions
-// (prompt text or token ids; echo gives a text prompt back as sent, without
+// (prompt text or token ids; response_format as on chat; echo gives a text prompt back as sent, without
 // the BOS token the tokenizer may add, as vLLM does; echo with logprobs
 // returns the prompt's token logprobs, the way to score a given text, its
 // tokens BOS included), GET /v1/models (the base model,

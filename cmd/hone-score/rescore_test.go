@@ -1,0 +1,38 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/format/trajectory"
+)
+
+// TestEnvOnRescoredRowWithoutEnvReward re-scores with env a file whose
+// rows had no environment reward when a formula first scored them: the
+// rows now hold a reward (the formula's), so the error must not say that
+// the reward is null, but that the run which scored them kept no env.
+func TestEnvOnRescoredRowWithoutEnvReward(t *testing.T) {
+	dir := t.TempDir()
+	in := scenario(t, dir, "in.parquet", 0, 1, 2)
+	gs := readBack(t, in)
+	for i := range gs[0].Trajectories {
+		gs[0].Trajectories[i].Reward = nil
+	}
+	noEnv := filepath.Join(dir, "noenv.parquet")
+	if err := trajectory.WriteFile(context.Background(), noEnv, gs, trajectory.WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	scored := filepath.Join(dir, "scored.parquet")
+	if r := runBin(t, nil, nil, "-o", scored, "--scorer", "formula:win", noEnv); r.code != 0 {
+		t.Fatalf("first scoring: exit %d:\n%s", r.code, r.stderr)
+	}
+	r := runBin(t, nil, nil, "-o", filepath.Join(dir, "again.parquet"), "--scorer", "env", scored)
+	if r.code != 2 {
+		t.Fatalf("exit %d, want 2:\n%s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stderr, "reward is null") || !strings.Contains(r.stderr, "formula:win") {
+		t.Fatalf("the rows hold formula:win's reward; want the error to say that the run that scored them kept no env reward, naming its chain:\n%s", r.stderr)
+	}
+}

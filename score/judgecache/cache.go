@@ -12,6 +12,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hone-rl/hone/format/fileset"
@@ -46,6 +47,12 @@ type Cache struct {
 	// re-run wrote that one for both, not the rows the first run wrote.
 	mu       sync.Mutex
 	inflight map[string]*flight
+
+	// A cache that cannot be read or written fails alike for every
+	// group: each kind of failure is warned of once a run, and logged at
+	// debug level after that, so that thousands of groups do not bury the
+	// log in the same line.
+	readWarned, storeWarned atomic.Bool
 }
 
 // flight is one key's judge call in progress; done is closed when it ends,
@@ -173,7 +180,7 @@ func (c *Cache) judge(ctx context.Context, key string, req judge.Request) (judge
 	if err := c.writeAtomic(store, path, e); err != nil {
 		// The verdict is good; a cache that cannot be written only costs a
 		// judge call next time, so the run goes on.
-		c.warn("judge cache: cannot store verdict", "path", fileset.DisplayName(path), "err", err)
+		c.warnOnce(&c.storeWarned, "judge cache: cannot store verdict", "path", fileset.DisplayName(path), "err", err)
 	}
 	return v, nil
 }
@@ -185,7 +192,7 @@ func (c *Cache) load(ctx context.Context, path, key string, req judge.Request) (
 	b, err := c.readFile(ctx, path)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) && ctx.Err() == nil {
-			c.warn("judge cache: unreadable entry, calling the judge", "path", fileset.DisplayName(path), "err", err)
+			c.warnOnce(&c.readWarned, "judge cache: unreadable entry, calling the judge", "path", fileset.DisplayName(path), "err", err)
 		}
 		return judge.Verdict{}, false
 	}
@@ -235,6 +242,19 @@ func (c *Cache) warn(msg string, args ...any) {
 	if c.Log != nil {
 		c.Log.Warn(msg, args...)
 	}
+}
+
+// warnOnce logs a warning the first time flag is set, and the same line
+// at debug level after that; the warning says so.
+func (c *Cache) warnOnce(flag *atomic.Bool, msg string, args ...any) {
+	if c.Log == nil {
+		return
+	}
+	if flag.CompareAndSwap(false, true) {
+		c.Log.Warn(msg+" (further ones this run are logged at debug level)", args...)
+		return
+	}
+	c.Log.Debug(msg, args...)
 }
 
 // checkScores holds a stored entry to what judge.Parse accepts of an

@@ -273,6 +273,9 @@ func (s *Scorer) Eval(t *trajectory.Trajectory) (float64, error) {
 	env["metrics"], env["components"], env["metadata"] = metrics, comps, meta
 	for _, n := range s.names {
 		if _, ok := env[n]; !ok {
+			if whole, in, ok := splitName(t, n); ok {
+				return 0, fmt.Errorf("formula %q: no metric or component named %q (has %s); the row's %s %q is one name, which a bare name cannot spell (a dot reads a field, a dash or slash is arithmetic): write %s[%q]", s.src, n, describe(t), strings.TrimSuffix(in, "s"), whole, in, whole)
+			}
 			return 0, fmt.Errorf("formula %q: no metric or component named %q (has %s); where a row may lack it, write metrics[%q] ?? 0", s.src, n, describe(t), n)
 		}
 	}
@@ -337,6 +340,36 @@ func (s *Scorer) notFinite(t *trajectory.Trajectory) string {
 		return ""
 	}
 	return "; " + strings.Join(out, "; ")
+}
+
+// splitName finds the row's component or metric (in that order, as a bare
+// name reads them) whose name is n followed by a character no bare name
+// holds ("tool.calls", "num-turns", "judge/score" for n "tool", "num",
+// "judge"): the expression split it. in is "components" or "metrics".
+func splitName(t *trajectory.Trajectory, n string) (whole, in string, ok bool) {
+	splits := func(name string) bool {
+		if len(name) <= len(n) || !strings.HasPrefix(name, n) {
+			return false
+		}
+		c := name[len(n)]
+		return !(c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80)
+	}
+	for _, c := range t.RewardComponents {
+		if splits(c.Name) {
+			return c.Name, "components", true
+		}
+	}
+	var metrics []string
+	for k := range t.Metrics {
+		if splits(k) {
+			metrics = append(metrics, k)
+		}
+	}
+	if len(metrics) == 0 {
+		return "", "", false
+	}
+	slices.Sort(metrics) // the same one named on every run
+	return metrics[0], "metrics", true
 }
 
 // findComponent returns the value of t's component name.

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/format/trajectory"
+)
+
+// TestFormulaNamesWithPunctuation scores rows whose metric and component
+// names hold a dot, a dash or a slash (names --scorer NAME=... accepts,
+// and metrics as ART logs them). A bare tool.calls reads field calls of
+// tool, num-turns is num minus turns: the error said there was no "tool"
+// and told the user to write metrics["tool"] ?? 0, which reads nothing
+// either. It now names the row's metric or component and how to read it.
+func TestFormulaNamesWithPunctuation(t *testing.T) {
+	dir := t.TempDir()
+	in := scenario(t, dir, "in.parquet", 0, 1, 2)
+	gs := readBack(t, in)
+	for i := range gs[0].Trajectories {
+		tr := &gs[0].Trajectories[i]
+		tr.Metrics["tool.calls"], tr.Metrics["num-turns"], tr.Metrics["judge/score"] = 2, 3, 0.5
+	}
+	named := filepath.Join(dir, "named.parquet")
+	if err := trajectory.WriteFile(context.Background(), named, gs, trajectory.WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.parquet")
+	for _, c := range []struct {
+		scorers []string
+		want    string
+	}{
+		{[]string{"formula:1 - 0.1*tool.calls"}, `metrics["tool.calls"]`},
+		{[]string{"formula:1 - 0.1*num-turns"}, `metrics["num-turns"]`},
+		{[]string{"formula:judge/score"}, `metrics["judge/score"]`},
+		{[]string{"my-win=formula:win", "formula:my-win * 2"}, `components["my-win"]`},
+	} {
+		var args []string
+		for _, s := range c.scorers {
+			args = append(args, "--scorer", s)
+		}
+		r := runBin(t, nil, nil, append(append([]string{"-o", out}, args...), named)...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%q: exit %d, want 2 with the error naming %s:\n%s", c.scorers, r.code, c.want, r.stderr)
+		}
+	}
+	// Read as the error says, each is found.
+	r := runBin(t, nil, nil, "-o", out, "--scorer", "my-win=formula:win", "--scorer",
+		`formula:metrics["tool.calls"] + metrics["num-turns"] + metrics["judge/score"] + components["my-win"]`, named)
+	if r.code != 0 {
+		t.Fatalf("exit %d:\n%s", r.code, r.stderr)
+	}
+}

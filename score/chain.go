@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/internal/stageerr"
@@ -116,6 +117,12 @@ type Chain struct {
 	// JudgeServed lists the models the judge's server serves, for that
 	// stop on a 404 (nil, or "": none to name).
 	JudgeServed func(ctx context.Context) string
+
+	// The groups --only-missing passed through that another chain scored
+	// (PassedOther), for one warning a run.
+	mu                    sync.Mutex
+	passedOther           int64
+	otherGroup, otherSpec string
 }
 
 // Outcome says what happened to a group.
@@ -155,6 +162,33 @@ func (c *Chain) complete(g *trajectory.Group) bool {
 	return true
 }
 
+// notePassed counts a group passed through whose rows another chain
+// scored: they keep its values under this chain's names (a changed
+// formula is not applied), while the output's footer names this chain.
+func (c *Chain) notePassed(g *trajectory.Group) {
+	for i := range g.Trajectories {
+		t := &g.Trajectories[i]
+		// A row without the key got its components elsewhere (an
+		// import): no chain of hone-score's to name.
+		if spec, ok := t.Metadata[MetaChain]; ok && !EpisodeFailed(t) && spec != c.Spec {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if c.passedOther++; c.passedOther == 1 {
+				c.otherGroup, c.otherSpec = g.ID, spec
+			}
+			return
+		}
+	}
+}
+
+// PassedOther returns how many groups --only-missing passed through that
+// another chain had scored, and the first of them with its chain.
+func (c *Chain) PassedOther() (n int64, group, spec string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.passedOther, c.otherGroup, c.otherSpec
+}
+
 // Apply scores g. It returns the group to write (unless the outcome is
 // Skipped) and, for failures that stop the run, an error.
 //
@@ -173,6 +207,7 @@ func (c *Chain) Apply(ctx context.Context, g trajectory.Group) (trajectory.Group
 		return g, Errored, nil
 	}
 	if c.OnlyMissing && c.complete(&g) {
+		c.notePassed(&g)
 		return g, Passed, nil
 	}
 	work := cloneGroup(g)

@@ -43,7 +43,9 @@
 // Re-runs are cheap and stable: judge verdicts are cached on disk (see
 // score/judgecache), the same input and chain give byte-identical rows,
 // and --only-missing passes through, untouched, every group whose rows all
-// have a reward and every component of the chain.
+// have a reward and every component of the chain, even where another chain
+// wrote them (a changed formula under the same name): one warning a run
+// counts those groups and names both chains.
 //
 // Like every stage, the package exposes Options (AddFlags) and
 // Run(ctx, opts) error, which hands its counts to Options.Summary; it reads

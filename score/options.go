@@ -112,7 +112,7 @@ func (o *Options) promptBudget() int {
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	// StringArray, not StringSlice: formulas contain commas (max(a, b)).
 	fs.StringArrayVar(&o.Scorers, "scorer", nil, "scorer to apply, repeatable, in order: env | formula:EXPR | ruler, optionally NAME=... (default env)")
-	fs.BoolVar(&o.OnlyMissing, "only-missing", false, "pass through untouched every group whose rows all have a reward and all of the chain's components")
+	fs.BoolVar(&o.OnlyMissing, "only-missing", false, "pass through untouched every group whose rows all have a reward and all of the chain's components (even when another chain scored them: one warning counts those)")
 	fs.StringVar(&o.OnJudgeError, "on-judge-error", PolicyFail, "when the judge fails for a group after retries, or its prompt cannot fit --judge-context-tokens: fail (stop: exit 1, no output file), skip (drop the group, counted), or mark (write the group as it was read, unscored, with the reason in each judged row's error, counted); with skip or mark, a judge that fails every group still ends the run with exit 1, and a judge answering 401, 403 or 404 (refused key, unknown model) before it answered any call stops it at once (after one, such an answer is the group's failure)")
 	fs.StringVar(&o.JudgeModel, "judge-model", "", "judge model name for ruler (required with --scorer ruler)")
 	fs.StringVar(&o.JudgeBaseURL, "judge-base-url", "", "OpenAI-compatible base URL of the judge, e.g. http://localhost:8000/v1 (default $OPENAI_BASE_URL, else api.openai.com)")

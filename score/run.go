@@ -130,6 +130,10 @@ func Run(ctx context.Context, opts Options) error {
 	defer func() {
 		sum.Ruler = rulerCuts(chain, opts, log)
 		rulerIdentical(chain, log)
+		if n, g, spec := chain.PassedOther(); n > 0 {
+			log.Warn("--only-missing passed through groups that another chain scored: their rows keep that chain's values, this chain was not applied to them (re-score without --only-missing to apply it)",
+				"groups", n, "first", g, "its_chain", spec, "this_chain", chain.Spec)
+		}
 	}()
 	r, err := trajectory.Open(ctx, opts.Inputs)
 	if err != nil {

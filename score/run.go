@@ -478,6 +478,9 @@ func pipeline(ctx context.Context, r *trajectory.Reader, sh shard.Shard, c *Chai
 				// An object without its bucket query, which names no
 				// file and printed the store's address.
 				s.where = fmt.Sprintf("%s: rows %d-%d", fileset.DisplayName(file), row, row+int64(len(g.Trajectories))-1)
+				if len(g.Trajectories) == 1 {
+					s.where = fmt.Sprintf("%s: row %d", fileset.DisplayName(file), row)
+				}
 			}
 			eg.Go(func() error { // blocks while conc groups are being scored
 				defer close(s.done)

@@ -53,3 +53,16 @@ func TestFormulaNamesWithPunctuation(t *testing.T) {
 		t.Fatalf("exit %d:\n%s", r.code, r.stderr)
 	}
 }
+
+// TestBadInputNamesOneRow: a group of one that fails a formula was named
+// "rows 2-2"; it is "row 2" now, as the repo's other counts of one read.
+func TestBadInputNamesOneRow(t *testing.T) {
+	dir := t.TempDir()
+	in := scenario(t, dir, "in.parquet", 0, 1, 2)
+	solo := scenario(t, dir, "solo.parquet", 5, 1, 1)
+	out := filepath.Join(dir, "out.parquet")
+	r := runBin(t, nil, nil, "-o", out, "--concurrency", "1", "--scorer", "formula:win / illegal", solo, in)
+	if r.code != 2 || !strings.Contains(r.stderr, `solo.parquet: row 0: scorer formula: group "g5"`) {
+		t.Fatalf("exit %d, want 2 naming solo.parquet's one row as \"row 0\":\n%s", r.code, r.stderr)
+	}
+}

@@ -66,3 +66,27 @@ func TestBadInputNamesOneRow(t *testing.T) {
 		t.Fatalf("exit %d, want 2 naming solo.parquet's one row as \"row 0\":\n%s", r.code, r.stderr)
 	}
 }
+
+// TestFormulaRewardNullHidesNoMetric: a bare reward is the reward so far,
+// which hides a metric named reward; on a row whose reward is null it read
+// that metric instead (7 * 2 = 14 beside the other row's 1 * 2), where
+// the formula package says it is absent. Such a row now fails, saying the
+// reward is null and how to read the metric.
+func TestFormulaRewardNullHidesNoMetric(t *testing.T) {
+	dir := t.TempDir()
+	in := scenario(t, dir, "in.parquet", 0, 1, 2)
+	gs := readBack(t, in)
+	for i := range gs[0].Trajectories {
+		gs[0].Trajectories[i].Metrics["reward"] = 7
+	}
+	gs[0].Trajectories[1].Reward = nil
+	p := filepath.Join(dir, "rw.parquet")
+	if err := trajectory.WriteFile(context.Background(), p, gs, trajectory.WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := runBin(t, nil, nil, "-o", filepath.Join(dir, "out.parquet"), "--scorer", "formula:reward * 2", p)
+	if r.code != 2 || !strings.Contains(r.stderr, `trajectory "g0-1"`) || !strings.Contains(r.stderr, "reward is null") ||
+		!strings.Contains(r.stderr, `metrics["reward"]`) {
+		t.Fatalf("exit %d, want 2 saying g0-1's reward is null and naming metrics[\"reward\"]:\n%s", r.code, r.stderr)
+	}
+}

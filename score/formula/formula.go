@@ -33,6 +33,9 @@ type Scorer struct {
 // lookup is one constant key read from the metrics or components map.
 type lookup struct{ in, key string }
 
+// rewardName is the bare name of the reward so far.
+const rewardName = "reward"
+
 // builtinNames are always present in the environment.
 var builtinNames = map[string]bool{"metrics": true, "components": true, "metadata": true}
 
@@ -267,12 +270,19 @@ func (s *Scorer) Eval(t *trajectory.Trajectory) (float64, error) {
 	for k, v := range t.Metadata {
 		meta[k] = v
 	}
+	// A bare reward is the reward so far, absent while it is null: a
+	// metric of that name is read as metrics["reward"] on every row, not
+	// in the reward's place on the rows without one.
+	delete(env, rewardName)
 	if t.Reward != nil {
-		env["reward"] = *t.Reward
+		env[rewardName] = *t.Reward
 	}
 	env["metrics"], env["components"], env["metadata"] = metrics, comps, meta
 	for _, n := range s.names {
 		if _, ok := env[n]; !ok {
+			if n == rewardName {
+				return 0, fmt.Errorf("formula %q: the row's reward is null (no environment reward, and no scorer before this one gave one; has %s); a metric named reward is metrics[%q]", s.src, describe(t), rewardName)
+			}
 			if whole, in, ok := splitName(t, n); ok {
 				return 0, fmt.Errorf("formula %q: no metric or component named %q (has %s); the row's %s %q is one name, which a bare name cannot spell (a dot reads a field, a dash or slash is arithmetic): write %s[%q]", s.src, n, describe(t), strings.TrimSuffix(in, "s"), whole, in, whole)
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -88,5 +89,24 @@ func TestFormulaRewardNullHidesNoMetric(t *testing.T) {
 	if r.code != 2 || !strings.Contains(r.stderr, `trajectory "g0-1"`) || !strings.Contains(r.stderr, "reward is null") ||
 		!strings.Contains(r.stderr, `metrics["reward"]`) {
 		t.Fatalf("exit %d, want 2 saying g0-1's reward is null and naming metrics[\"reward\"]:\n%s", r.code, r.stderr)
+	}
+}
+
+// TestFormulaNamesNaNReward: a formula that reads a NaN reward gives NaN;
+// the error named the row's NaN or infinite values a formula read, but
+// not the reward, so it read as the formula's own fault (a division by
+// zero). It names the reward now.
+func TestFormulaNamesNaNReward(t *testing.T) {
+	dir := t.TempDir()
+	in := scenario(t, dir, "in.parquet", 0, 1, 2)
+	gs := readBack(t, in)
+	gs[0].Trajectories[1].Reward = trajectory.Float64(math.NaN())
+	p := filepath.Join(dir, "nan.parquet")
+	if err := trajectory.WriteFile(context.Background(), p, gs, trajectory.WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := runBin(t, nil, nil, "-o", filepath.Join(dir, "out.parquet"), "--scorer", "formula:reward + win", p)
+	if r.code != 2 || !strings.Contains(r.stderr, `gave NaN, not a finite number; the row's reward is NaN`) {
+		t.Fatalf("exit %d, want 2 naming the NaN reward:\n%s", r.code, r.stderr)
 	}
 }

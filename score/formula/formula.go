@@ -330,8 +330,13 @@ func (s *Scorer) notFinite(t *trajectory.Trajectory) string {
 		}
 	}
 	for _, n := range s.names {
-		// A component shadows a metric of the same name.
-		if c, ok := findComponent(t, n); ok {
+		// The reward hides a metric of its name (Eval); a component
+		// shadows a metric of the same name.
+		if n == rewardName {
+			if t.Reward != nil && (math.IsNaN(*t.Reward) || math.IsInf(*t.Reward, 0)) {
+				out = append(out, fmt.Sprintf("the row's reward is %v", *t.Reward))
+			}
+		} else if c, ok := findComponent(t, n); ok {
 			add("component", n, c)
 		} else if m, ok := t.Metrics[n]; ok {
 			add("metric", n, m)

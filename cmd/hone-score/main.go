@@ -43,7 +43,8 @@ skip or mark, a judge that failed every group: the output is still written;
 under any policy, a judge answering 401, 403 or 404 before it answered any
 call: nothing is written),
 2 bad usage or bad input, 130 interrupted (groups finished before the stop
-are kept).
+are kept). Where -o names an input (re-scoring in place), an interrupted run
+or a judge that failed every group leaves that file as it was.
 
 Flags:
 `
@@ -92,6 +93,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	var sum score.Summary
 	opts.Summary = func(s score.Summary) { sum = s }
 
+	inPlace := namesAnInput(sf.Output, inputs)
 	var runErr error
 	err = cli.WriteOutput(ctx, sf.Output, stdout, true, func(w io.Writer) error {
 		opts.Out = w
@@ -104,6 +106,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 				"passed", sum.Passed, "skipped", sum.Skipped, "marked", sum.Marked, "errored", sum.Errored,
 				"written", sum.Written, "errored_rows", sum.ErroredRows)
 		}
+		if kept && inPlace {
+			// What was written holds only part of the input's groups,
+			// and it would replace the whole input: the rest were lost.
+			fmt.Fprintf(stderr, "hone-score: %s left as it was: -o names an input, and this run's output, which lacks groups it did not score, would have replaced all of it\n", sf.Output)
+			return runErr
+		}
 		if kept {
 			return nil // keep the whole groups finished before the stop, or what a failing judge left
 		}
@@ -113,6 +121,24 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = runErr
 	}
 	return err
+}
+
+// namesAnInput reports whether the output path is one of the inputs (the
+// same file, or for an object the same name): re-scoring in place.
+func namesAnInput(out string, in *fileset.Set) bool {
+	if out == "" || out == "-" {
+		return false
+	}
+	oi, oerr := os.Stat(out)
+	for _, name := range in.Names() {
+		if name == out {
+			return true
+		}
+		if ii, err := os.Stat(name); oerr == nil && err == nil && os.SameFile(oi, ii) {
+			return true
+		}
+	}
+	return false
 }
 
 // judgeFromEnv fills the judge's endpoint and key that no flag gave from

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hone-rl/hone/score/judge/judgetest"
+)
+
+// TestInPlaceKeepsInputWhenNotComplete re-scores a file in place (-o
+// names the input), as one does with --only-missing. A run stopped by
+// Ctrl-C keeps the groups finished before the stop, and a judge that
+// failed every group under skip keeps what it could write: in place,
+// that output replaced the whole input, and the other groups' rows were
+// lost. The input is now left as it was, saying why, with the run's exit
+// code; a run that completes still writes in place.
+func TestInPlaceKeepsInputWhenNotComplete(t *testing.T) {
+	dir := t.TempDir()
+	orig := scenario(t, dir, "orig.parquet", 0, 3, 2)
+	want, err := os.ReadFile(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := func() string {
+		p := filepath.Join(t.TempDir(), "rollouts.parquet")
+		if err := os.WriteFile(p, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	unchanged := func(t *testing.T, p, stderr string) {
+		t.Helper()
+		if got, err := os.ReadFile(p); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("the input was changed (%d groups left):\n%s", len(readBack(t, p)), stderr)
+		}
+		if !strings.Contains(stderr, "left as it was") {
+			t.Fatalf("no word that the input was left as it was:\n%s", stderr)
+		}
+	}
+
+	t.Run("judge failed every group", func(t *testing.T) {
+		p := fresh()
+		srv := judgetest.NewServer(t, func(int, judgetest.Request) judgetest.Reply { return judgetest.Reply{Content: "not json"} })
+		r := runBin(t, nil, nil, "-o", p, "--judge-base-url", srv.BaseURL(), "--judge-model", "m", "--no-judge-cache",
+			"--judge-retries", "0", "--on-judge-error", "skip", "--scorer", "ruler", p)
+		if r.code != 1 {
+			t.Fatalf("exit %d, want 1:\n%s", r.code, r.stderr)
+		}
+		unchanged(t, p, r.stderr)
+	})
+
+	t.Run("interrupted", func(t *testing.T) {
+		p := fresh()
+		started := make(chan struct{}, 8)
+		good := judgetest.KeywordJudge("WIN")
+		srv := judgetest.NewServer(t, func(n int, r judgetest.Request) judgetest.Reply {
+			started <- struct{}{}
+			if n == 0 {
+				return good(n, r)
+			}
+			return judgetest.Reply{Delay: time.Minute}
+		})
+		cmd := exec.Command(binary, "-o", p, "--judge-base-url", srv.BaseURL(), "--judge-model", "m", "--no-judge-cache",
+			"--concurrency", "1", "--scorer", "ruler", p)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 2; i++ {
+			select {
+			case <-started:
+			case <-time.After(30 * time.Second):
+				cmd.Process.Kill()
+				t.Fatalf("judge not called; stderr:\n%s", stderr.String())
+			}
+		}
+		cmd.Process.Signal(syscall.SIGINT)
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+			t.Fatalf("exit: %v, want 130\n%s", err, stderr.String())
+		}
+		unchanged(t, p, stderr.String())
+	})
+
+	t.Run("complete", func(t *testing.T) {
+		p := fresh()
+		if r := runBin(t, nil, nil, "-o", p, "--scorer", "env", "--scorer", "final=formula:win * 2", p); r.code != 0 {
+			t.Fatalf("exit %d:\n%s", r.code, r.stderr)
+		}
+		gs := readBack(t, p)
+		if len(gs) != 3 {
+			t.Fatalf("%d groups in place, want 3", len(gs))
+		}
+		if _, ok := component(gs[0].Trajectories[0], "final"); !ok {
+			t.Fatalf("not scored in place: %+v", gs[0].Trajectories[0].RewardComponents)
+		}
+	})
+}

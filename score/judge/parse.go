@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -20,16 +21,68 @@ type answer struct {
 
 // keyedScore is one entry of the keyed form.
 type keyedScore struct {
-	Explanation string   `json:"explanation"`
-	Score       *float64 `json:"score"` // nil: missing or null
+	Explanation string      `json:"explanation"`
+	Score       scoreNumber `json:"score"`
 }
 
 // rawScore is one entry of either form as the judge wrote it; Score is
 // nil when the judge left it out or wrote null.
 type rawScore struct {
-	ID          string   `json:"trajectory_id"`
-	Explanation string   `json:"explanation"`
-	Score       *float64 `json:"score"`
+	ID          string
+	Explanation string
+	Score       scoreNumber
+}
+
+// listScore is one entry of ART's list form as decoded.
+type listScore struct {
+	ID          listID      `json:"trajectory_id"`
+	Explanation string      `json:"explanation"`
+	Score       scoreNumber `json:"score"`
+}
+
+// scoreNumber is a score as the judge wrote it: a JSON number, or a
+// string holding one, which a judge without structured output writes and
+// ART's pydantic answer model reads; v is nil when it is missing or null.
+// Anything else is an error naming the value, not encoding/json's
+// wording with Go type names (it may end up in a row's error field).
+type scoreNumber struct{ v *float64 }
+
+func (n *scoreNumber) UnmarshalJSON(b []byte) error {
+	n.v = nil
+	var f float64
+	var text string
+	switch {
+	case string(b) == "null":
+		return nil
+	case json.Unmarshal(b, &f) == nil:
+	case json.Unmarshal(b, &text) == nil:
+		var err error
+		if f, err = strconv.ParseFloat(strings.TrimSpace(text), 64); err != nil {
+			return fmt.Errorf("score is %s: want a number", prefix(string(b), 40))
+		}
+	default:
+		return fmt.Errorf("score is %s: want a number", prefix(string(b), 40))
+	}
+	n.v = &f
+	return nil
+}
+
+// listID is a trajectory_id of ART's list form: a string, or a whole
+// number written without quotes (1 for "1").
+type listID string
+
+func (id *listID) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*id = listID(s)
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("trajectory_id is %s: want a string", prefix(string(b), 40))
+	}
+	*id = listID(n.String())
+	return nil
 }
 
 // SchemaOptions tunes the answer schema to what a judge server enforces.
@@ -145,6 +198,7 @@ func Parse(req Request, content string) ([]Score, error) {
 	var errs []error
 	for _, r := range scores {
 		i, ok := want[r.ID]
+		score := r.Score.v
 		switch {
 		case !ok:
 			errs = append(errs, fmt.Errorf("unknown trajectory_id %q", r.ID))
@@ -152,15 +206,15 @@ func Parse(req Request, content string) ([]Score, error) {
 		case seen[i]:
 			errs = append(errs, fmt.Errorf("trajectory_id %q scored twice", r.ID))
 			continue
-		case r.Score == nil:
+		case score == nil:
 			errs = append(errs, fmt.Errorf("trajectory_id %q: no score", r.ID))
-		case math.IsNaN(*r.Score) || *r.Score < 0 || *r.Score > 1:
-			errs = append(errs, fmt.Errorf("trajectory_id %q: score %v is outside [0,1]", r.ID, *r.Score))
+		case math.IsNaN(*score) || *score < 0 || *score > 1:
+			errs = append(errs, fmt.Errorf("trajectory_id %q: score %v is outside [0,1]", r.ID, *score))
 		}
 		seen[i] = true
 		out[i] = Score{ID: r.ID, Explanation: r.Explanation}
-		if r.Score != nil {
-			out[i].Score = *r.Score
+		if score != nil {
+			out[i].Score = *score
 		}
 	}
 	if len(errs) > 0 {
@@ -268,11 +322,15 @@ func entries(raw json.RawMessage) ([]rawScore, error) {
 	case len(raw) == 0 || string(raw) == "null":
 		return nil, nil
 	case raw[0] == '[':
-		var list []rawScore
+		var list []listScore
 		if err := json.Unmarshal(raw, &list); err != nil {
 			return nil, err
 		}
-		return list, nil
+		out := make([]rawScore, len(list))
+		for i, l := range list {
+			out[i] = rawScore{ID: string(l.ID), Explanation: l.Explanation, Score: l.Score}
+		}
+		return out, nil
 	case raw[0] != '{':
 		return nil, fmt.Errorf("want an object keyed by trajectory id or a list, got %q", prefix(string(raw), 40))
 	}

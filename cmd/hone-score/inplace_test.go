@@ -105,3 +105,19 @@ func TestInPlaceKeepsInputWhenNotComplete(t *testing.T) {
 		}
 	})
 }
+
+// TestShardInPlaceRefused: --shard 0/2 with -o naming the input wrote
+// its half of the groups over the whole file, exit 0, and the other
+// half was gone. It is refused now (exit 2), the file left as it was.
+func TestShardInPlaceRefused(t *testing.T) {
+	dir := t.TempDir()
+	p := scenario(t, dir, "rollouts.parquet", 0, 4, 2)
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runBin(t, nil, nil, "-o", p, "--shard", "0/2", "--scorer", "env", p)
+	if got, _ := os.ReadFile(p); r.code != 2 || !bytes.Equal(got, want) || !strings.Contains(r.stderr, "--shard 0/2") {
+		t.Fatalf("exit %d (want 2), input unchanged %v (%d groups left):\n%s", r.code, bytes.Equal(got, want), len(readBack(t, p)), r.stderr)
+	}
+}

@@ -84,6 +84,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return err
 	}
 	defer inputs.Close()
+	inPlace := namesAnInput(sf.Output, inputs)
+	if inPlace && !sh.Whole() {
+		return cli.Usage(fmt.Errorf("--shard %s writes only its part of the groups, and -o %s names an input, which that part would replace: write the part elsewhere (-o DIR/ names it for you)", sh, sf.Output))
+	}
 	p.Start(ctx)
 	defer p.Stop()
 	var last int64
@@ -93,7 +97,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	var sum score.Summary
 	opts.Summary = func(s score.Summary) { sum = s }
 
-	inPlace := namesAnInput(sf.Output, inputs)
 	var runErr error
 	err = cli.WriteOutput(ctx, sf.Output, stdout, true, func(w io.Writer) error {
 		opts.Out = w

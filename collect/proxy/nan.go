@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 )
 
@@ -36,12 +37,22 @@ func nonJSONNumber(raw []byte, err error) error {
 	if word == "" {
 		return nil
 	}
-	return fmt.Errorf("%s is %s: JSON has no NaN or Infinity, though Python's json.dumps writes them for float('nan') and float('inf'): send a finite number, or null", pathBefore(raw[:at]), word)
+	// The letters alone do not make a NaN value: "\NaN" in a string (a
+	// bad escape), a NaN where an object key goes or after a value with
+	// no comma fail at the same bytes, and naming a field as NaN there
+	// would send the sender to the wrong fix.
+	path, atValue := pathBefore(raw[:at])
+	if !atValue {
+		return nil
+	}
+	return fmt.Errorf("%s is %s: JSON has no NaN or Infinity, though Python's json.dumps writes them for float('nan') and float('inf'): send a finite number, or null", path, word)
 }
 
 // pathBefore is the path of the value that starts where prefix, a JSON
-// text cut short there, ends: reward, metrics["acc"], a[2].
-func pathBefore(prefix []byte) string {
+// text cut short there, ends: reward, metrics["acc"], a[2]. atValue is
+// false when prefix does not end where a value may start (inside a
+// string, where an object key goes, right after a value).
+func pathBefore(prefix []byte) (path string, atValue bool) {
 	type frame struct {
 		object bool
 		key    string // the object's key whose value comes next
@@ -50,10 +61,16 @@ func pathBefore(prefix []byte) string {
 	}
 	var stack []frame
 	dec := json.NewDecoder(bytes.NewReader(prefix))
+	// A number too large for a float64 (Python writes 10**400 in full)
+	// is an error as a float64 and would stop the walk at its own key.
+	dec.UseNumber()
 	for {
 		tok, err := dec.Token()
-		if err != nil {
+		if err == io.EOF {
 			break
+		}
+		if err != nil {
+			return "", false
 		}
 		var top *frame
 		if len(stack) > 0 {
@@ -86,7 +103,16 @@ func pathBefore(prefix []byte) string {
 			}
 		}
 	}
-	path := ""
+	// A value starts the text or follows ':', '[' or an array's ','; an
+	// object's ',' is followed by a key.
+	rest := bytes.TrimRight(prefix, " \t\r\n")
+	if len(rest) > 0 && !bytes.ContainsAny(rest[len(rest)-1:], ":[,") {
+		return "", false
+	}
+	if len(stack) > 0 && stack[len(stack)-1].object && !stack[len(stack)-1].keyed {
+		return "", false
+	}
+	path = ""
 	for i, f := range stack {
 		switch {
 		case f.object && i == 0:
@@ -98,7 +124,7 @@ func pathBefore(prefix []byte) string {
 		}
 	}
 	if path == "" {
-		return "the body"
+		return "the body", true
 	}
-	return path
+	return path, true
 }

@@ -329,7 +329,13 @@ func readStep(step runfolder.Current, c *model.Config) (*model.Adapter, string, 
 // naming the same base; a step naming the served model again clears it.
 func (r *Registry) checkBase(run, dir, base string) {
 	key := baseKey(run)
-	if base == "" || r.o.ModelPath == "" && r.o.ModelName == "" || sameModel(base, r.o.ModelPath, r.o.ModelName) {
+	// "--model ." names the served folder only together with the working
+	// folder; its absolute path holds the model's name.
+	served := r.o.ModelPath
+	if abs, err := filepath.Abs(served); served != "" && err == nil {
+		served = abs
+	}
+	if base == "" || r.o.ModelPath == "" && r.o.ModelName == "" || sameModel(base, served, r.o.ModelName) {
 		r.clearWarning(key)
 		return
 	}
@@ -352,6 +358,11 @@ func baseKey(name string) string { return name + " base" }
 // the same model.
 func sameModel(base string, served ...string) bool {
 	names := modelNames(base)
+	if len(names) == 0 {
+		// "." or "./": hone-train writes --model as given, relative to a
+		// working folder the adapter does not record; nothing to tell.
+		return true
+	}
 	for _, s := range served {
 		for _, n := range modelNames(s) {
 			if slices.Contains(names, n) {
@@ -368,6 +379,8 @@ func sameModel(base string, served ...string) bool {
 // the repository's name.
 func modelNames(p string) []string {
 	parts := strings.FieldsFunc(strings.ToLower(p), func(c rune) bool { return c == '/' || c == '\\' })
+	// "." and ".." name no model by themselves.
+	parts = slices.DeleteFunc(parts, func(e string) bool { return e == "." || e == ".." })
 	if len(parts) == 0 {
 		return nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -79,9 +80,21 @@ func TestWarnsOtherBaseModel(t *testing.T) {
 		{"a hub cache snapshot", "/hf/hub/models--Qwen--Qwen2.5-0.5B-Instruct/snapshots/0123abcd", "", "Qwen/Qwen2.5-0.5B-Instruct"},
 		{"no base given", served, "", ""},
 		{"no served model known", "", "", "meta-llama/Llama-3.2-1B-Instruct"},
+		// hone-train writes --model as given: "--model ." names no model.
+		{"a base given as the trainer's working folder", served, "", "."},
+		{"a base given as ./", served, "", "./"},
+		// hone-serve --model . run inside the model's folder.
+		{"the served folder given as .", ".", ".", "Qwen/Qwen2.5-0.5B-Instruct"},
 	} {
 		t.Run(tc.what, func(t *testing.T) {
 			root := t.TempDir()
+			if tc.path == "." {
+				wd := filepath.Join(t.TempDir(), "Qwen2.5-0.5B-Instruct")
+				if err := os.Mkdir(wd, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				t.Chdir(wd)
+			}
 			r, logs := newReg(root, tc.path, tc.name)
 			step(t, root, 1, tc.base)
 			poll(t, r)

@@ -152,10 +152,17 @@ type runManifest struct {
 // the session that trained it: those --watch-dir consumed, then those named
 // to each finished session (README's round by hand names each round's
 // file), which the manifest keeps apart. The first entry of a file is the
-// step that first trained on it.
-func trainedFiles(man checkpoint.Manifest) []checkpoint.FileEntry {
+// step that first trained on it. A session is listed before it trains,
+// with the last step it is to reach: one whose end the run has not
+// reached (reached: its highest step saved or in its metrics) is still
+// training or was killed, and its files are left out, as a --watch-dir
+// session's pending files are.
+func trainedFiles(man checkpoint.Manifest, reached int) []checkpoint.FileEntry {
 	out := slices.Clone(man.Consumed)
 	for _, s := range man.Sessions {
+		if s.EndStep > reached {
+			continue
+		}
 		for _, f := range s.Files {
 			f.Step = s.EndStep
 			out = append(out, f)
@@ -231,7 +238,14 @@ func readRun(ctx context.Context, arg string) (report.RunInput, []checkpoint.Fil
 	if err != nil {
 		return run, nil, nil, cli.BadInput(err)
 	}
-	return run, trainedFiles(man), sources, nil
+	reached := step
+	for _, s := range saved {
+		reached = max(reached, s)
+	}
+	for _, s := range run.Metrics.Steps {
+		reached = max(reached, int(s))
+	}
+	return run, trainedFiles(man, reached), sources, nil
 }
 
 // trainedRuns lists the run folders inside dir that have metrics to

@@ -56,3 +56,18 @@ func TestEveryPassWarnsOfAFileNamedTwice(t *testing.T) {
 		t.Errorf("from-jsonl a a: stderr %q lacks %q", r.stderr, want)
 	}
 }
+
+// log-eval reads a repeated file once as well, so the step's eval metrics
+// are the file's own, not doubled; it said nothing of the repeat, as the
+// other commands that count now do.
+func TestLogEvalWarnsOfAFileNamedTwice(t *testing.T) {
+	rl := evalRun(t, 3)
+	dir := t.TempDir()
+	p1 := filepath.Join(dir, "s1.parquet")
+	evalFile(t, p1, "rl@1", f(1))
+	again := dir + "/./s1.parquet"
+	r := mustRun(t, nil, "log-eval", "--run", rl.Dir, p1, again)
+	if want := "hone-inspect log-eval: " + again + ": named again, read once"; !strings.Contains(r.stderr, want) {
+		t.Errorf("log-eval a a: stderr %q lacks %q", r.stderr, want)
+	}
+}

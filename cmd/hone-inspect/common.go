@@ -110,6 +110,16 @@ type groupPass struct {
 	*cli.Progress
 }
 
+// warnRepeated names on stderr each input set names again. Read twice,
+// cat's output would repeat every trajectory id and the others' counts
+// would double; read once, say so rather than drop the copy without a
+// word.
+func (a *app) warnRepeated(cmd string, set *fileset.Set) {
+	for _, n := range set.Repeated() {
+		a.summary(cmd, "%s: named again, read once", n)
+	}
+}
+
 // startPass opens the inputs args name (openInputs) and starts the
 // progress line over their trajectories (progress); Close ends both.
 func (a *app) startPass(ctx context.Context, cmd string, args []string) (*groupPass, error) {
@@ -117,12 +127,7 @@ func (a *app) startPass(ctx context.Context, cmd string, args []string) (*groupP
 	if err != nil {
 		return nil, err
 	}
-	for _, n := range in.set.Repeated() {
-		// Read twice, cat's output would repeat every trajectory id and the
-		// others' counts would double; read once, say so rather than drop the
-		// copy without a word.
-		a.summary(cmd, "%s: named again, read once", n)
-	}
+	a.warnRepeated(cmd, in.set)
 	p, err := a.progress(ctx, "trajectories", totalRows(in.Reader))
 	if err != nil {
 		in.Close()

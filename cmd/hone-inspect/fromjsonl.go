@@ -58,9 +58,7 @@ func runFromJSONL(ctx context.Context, a *app, opts fromJSONLOptions, args []str
 		return err
 	}
 	defer set.Close()
-	for _, n := range set.Repeated() {
-		a.summary("from-jsonl", "%s: named again, read once", n)
-	}
+	a.warnRepeated("from-jsonl", set)
 	out, err := cli.OpenOutput(ctx, opts.Output, a.stdout, true)
 	if err != nil {
 		return err

@@ -101,6 +101,7 @@ func runLogEval(ctx context.Context, a *app, opts logEvalOptions, args []string)
 		return err
 	}
 	defer r.Close()
+	a.warnRepeated("log-eval", r.set) // its eval metrics count the file once
 	// The run is named after its folder, as hone-serve names it; the
 	// absolute path names it for --run . or --run .. too.
 	abs, err := filepath.Abs(opts.Run)

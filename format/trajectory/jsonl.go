@@ -359,14 +359,17 @@ func (r ImportResult) NullMetricsWarning(source string) string {
 		return ""
 	}
 	first := r.NullMetrics[0]
+	head := fmt.Sprintf("%s:%d: %s is null: left out of the row, as hone-collect leaves out a metric that does not apply", source, first.Line, first)
+	if len(r.NullMetrics) == 1 {
+		return head
+	}
 	var names []string
 	for _, m := range r.NullMetrics {
 		if s := m.String(); !slices.Contains(names, s) {
 			names = append(names, s)
 		}
 	}
-	return fmt.Sprintf("%s:%d: %s is null: left out of the row, as hone-collect leaves out a metric that does not apply; %d null metrics in this file, all left out: %s",
-		source, first.Line, first, len(r.NullMetrics), strings.Join(names, ", "))
+	return fmt.Sprintf("%s; %d null metrics in this file, all left out: %s", head, len(r.NullMetrics), strings.Join(names, ", "))
 }
 
 // nullMetrics are the keys of a line's "metrics" and "group_metrics"

@@ -44,3 +44,16 @@ func TestImportJSONLNullMetricLeftOut(t *testing.T) {
 		t.Errorf("file without a null metric: err %v, warning %q; want none", err, res.NullMetricsWarning("ok.jsonl"))
 	}
 }
+
+// A file with one null metric is warned of in the singular, without a
+// count of "1 null metrics, all left out" that lists it again.
+func TestImportJSONLOneNullMetric(t *testing.T) {
+	_, res, err := trajectory.ImportJSONL(context.Background(), strings.NewReader(`{"messages":[],"metrics":{"overlap":null}}`+"\n"), "one.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := res.NullMetricsWarning("one.jsonl")
+	if !strings.Contains(w, `one.jsonl:1: metric "overlap" is null: left out of the row`) || strings.Contains(w, "1 null metrics") || strings.Contains(w, "all left out") {
+		t.Errorf("warning %q; want one.jsonl:1 naming overlap, in the singular", w)
+	}
+}

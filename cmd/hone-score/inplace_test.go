@@ -121,3 +121,24 @@ func TestShardInPlaceRefused(t *testing.T) {
 		t.Fatalf("exit %d (want 2), input unchanged %v (%d groups left):\n%s", r.code, bytes.Equal(got, want), len(readBack(t, p)), r.stderr)
 	}
 }
+
+// TestShardInPlaceRefusedFileURL: -o file:///…/x.parquet with x.parquet
+// as the input (or the other way round) is re-scoring in place as much
+// as the same path twice, and --shard wrote its part over the whole
+// file: the check compared the names as written and stat'ed the URL as a
+// path, which no file has.
+func TestShardInPlaceRefusedFileURL(t *testing.T) {
+	dir := t.TempDir()
+	p := scenario(t, dir, "rollouts.parquet", 0, 4, 2)
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "file://" + filepath.ToSlash(p)
+	for _, c := range [][2]string{{url, p}, {p, url}} {
+		r := runBin(t, nil, nil, "-o", c[0], "--shard", "0/2", "--scorer", "env", c[1])
+		if got, _ := os.ReadFile(p); r.code != 2 || !bytes.Equal(got, want) || !strings.Contains(r.stderr, "names an input") {
+			t.Fatalf("-o %s, input %s: exit %d (want 2), input unchanged %v (%d groups left):\n%s", c[0], c[1], r.code, bytes.Equal(got, want), len(readBack(t, p)), r.stderr)
+		}
+	}
+}

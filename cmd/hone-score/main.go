@@ -126,18 +126,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return err
 }
 
-// namesAnInput reports whether the output path is one of the inputs (the
-// same file, or for an object the same name): re-scoring in place.
+// namesAnInput reports whether the output is one of the inputs, however
+// either is spelled (fileset.SameFile): re-scoring in place.
 func namesAnInput(out string, in *fileset.Set) bool {
 	if out == "" || out == "-" {
 		return false
 	}
-	oi, oerr := os.Stat(out)
 	for _, name := range in.Names() {
-		if name == out {
-			return true
-		}
-		if ii, err := os.Stat(name); oerr == nil && err == nil && os.SameFile(oi, ii) {
+		if fileset.SameFile(out, name) {
 			return true
 		}
 	}

@@ -509,6 +509,28 @@ func fileKey(name string) string {
 	return abs
 }
 
+// SameFile reports whether a and b name one file however each is spelled
+// (fileKey: "./in/a.parquet", an absolute path, a file:// URL, a symbolic
+// link; an object's URL as the store takes its key), or are hard links of
+// one local file. A stage asks it before writing over one of its inputs.
+// Stdin is no file: it is the same as nothing.
+func SameFile(a, b string) bool {
+	if a == Stdin || b == Stdin {
+		return false
+	}
+	if fileKey(a) == fileKey(b) {
+		return true
+	}
+	pa, errA := LocalPath(a)
+	pb, errB := LocalPath(b)
+	if errA != nil || errB != nil {
+		return false
+	}
+	ia, errA := os.Stat(pa)
+	ib, errB := os.Stat(pb)
+	return errA == nil && errB == nil && os.SameFile(ia, ib)
+}
+
 func hasMeta(p string) bool { return strings.ContainsAny(p, `*?[\`) }
 
 // pathPart is name without the query of an object-store URL, whose "?"

@@ -315,11 +315,20 @@ type errorBody struct {
 }
 
 // usageSoFar is the usage of a stream after completion tokens: that of
-// every chunk with continuous_usage_stats, and of the last usage chunk.
+// the last usage chunk.
 func (s *Server) usageSoFar(h *engine.Handle, prompt, completion int) *usage {
 	u := s.usage(h, prompt)
 	u.CompletionTokens, u.TotalTokens = completion, prompt+completion
 	return &u
+}
+
+// continuousUsage is the usage every chunk carries with
+// continuous_usage_stats. It names no cached tokens, as vLLM's does not:
+// the first chunk is sent before the request started, when the prefix
+// cache has not been looked up, and would say 0 where the last usage
+// chunk says how many were reused.
+func continuousUsage(prompt, completion int) *usage {
+	return &usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
 }
 
 // usage starts the usage of a request with prompt tokens: with prefix

@@ -537,7 +537,7 @@ func (s *Server) chatStream(ctx context.Context, w http.ResponseWriter, req *cha
 	completion := 0
 	chunk := func(choices []chatChoice, u *usage, first bool) {
 		if u == nil && req.StreamOptions.continuous() {
-			u = s.usageSoFar(h, len(prompt), completion)
+			u = continuousUsage(len(prompt), completion)
 		}
 		c := chatResponse{ID: id, Object: "chat.completion.chunk", Created: created, Model: modelName, Choices: choices, Usage: u}
 		if first && req.ReturnTokenIDs {

@@ -439,7 +439,7 @@ func (s *Server) completionStream(ctx context.Context, w http.ResponseWriter, re
 			}
 			c := completionResponse{ID: id, Object: "text_completion", Created: created, Model: modelName, Choices: []completionChoice{ch}}
 			if req.StreamOptions.continuous() {
-				c.Usage = s.usageSoFar(h, len(prompt), completion)
+				c.Usage = continuousUsage(len(prompt), completion)
 			}
 			sse.send(c)
 		}

@@ -15,7 +15,8 @@
 // non-ASCII text; prompt_logprobs' decoded_token stays the token's text,
 // as vLLM's does),
 // streaming with stream_options.include_usage, and vLLM's
-// continuous_usage_stats: the usage so far in every chunk), POST /v1/completions
+// continuous_usage_stats: the usage so far in every chunk, cached tokens in
+// the last usage chunk only, as vLLM), POST /v1/completions
 // (prompt text or token ids; response_format as on chat; echo gives a text prompt back as sent, without
 // the BOS token the tokenizer may add, as vLLM does; echo with logprobs
 // returns the prompt's token logprobs, the way to score a given text, its

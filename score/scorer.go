@@ -55,9 +55,10 @@ func (EnvScorer) ScoreGroup(ctx context.Context, g *trajectory.Group) ([]traject
 		t := &g.Trajectories[i]
 		c, ok := component(t, ComponentEnv)
 		if !ok {
-			if chain, scored := t.Metadata[MetaChain]; scored {
+			if chain, scored := t.Metadata[MetaChain]; scored && t.Reward != nil {
 				// The row's reward is an earlier run's, not null: that
-				// run found no environment reward to keep as env.
+				// run found no environment reward to keep as env. A
+				// reward cleared since (to re-score) is null, said below.
 				return nil, stageerr.BadInputf("group %q, trajectory %q: env scorer: the row has no environment reward: its reward was null when hone-score first scored it, and its reward now is the one %s gave; score it with another scorer, e.g. ruler or formula", g.ID, t.ID, chain)
 			}
 			return nil, stageerr.BadInputf("group %q, trajectory %q: env scorer: the row has no environment reward (reward is null, and no error says its episode failed); score it with another scorer, e.g. ruler or formula", g.ID, t.ID)

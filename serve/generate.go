@@ -67,7 +67,7 @@ func (s *Server) params(f *samplingFields, promptParam string, promptLen int, al
 	if g := f.guidedField(); g != "" {
 		// Ignored, the answer would look constrained to a client that
 		// relies on it (a judge's "yes" or "no") and hold anything.
-		return p, 0, badRequest(g, "%s (vLLM's guided decoding) is not supported by this server; on /v1/chat/completions send response_format json_schema (or json_object) instead", g)
+		return p, 0, badRequest(g, "%s (vLLM's guided decoding) is not supported by this server; send response_format json_schema (or json_object), which chat and completions take, instead", g)
 	}
 	s.gen.apply(&p)
 	if err := shapeParams(f, &p); err != nil {

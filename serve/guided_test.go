@@ -36,3 +36,15 @@ func TestGuidedDecodingRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestGuidedDecodingRefusedSaysResponseFormat: the 400 for guided_json
+// on /v1/completions sent the client to /v1/chat/completions for
+// response_format, which /v1/completions takes too: it names the field
+// to send on the same route.
+func TestGuidedDecodingRefusedSaysResponseFormat(t *testing.T) {
+	ts := startServer(t, Options{Model: tinyDir(t)}, nil)
+	status, out := ts.post(t, "/v1/completions", `{"model":"tiny","prompt":"x","max_tokens":2,"guided_json":{"type":"object"}}`)
+	if status != 400 || strings.Contains(out, "chat/completions") || !strings.Contains(out, "response_format") {
+		t.Fatalf("guided_json on /v1/completions: %d %s; want a 400 naming response_format, on this route", status, out)
+	}
+}

@@ -110,3 +110,26 @@ func TestFormulaNamesNaNReward(t *testing.T) {
 		t.Fatalf("exit %d, want 2 naming the NaN reward:\n%s", r.code, r.stderr)
 	}
 }
+
+// TestFormulaRewardNullNamesComponent: on a row whose reward is null
+// and which holds a component named reward (an import's), a bare reward
+// failed pointing at metrics["reward"], which the row lacks, so the
+// formula written as told failed again; it names components["reward"].
+func TestFormulaRewardNullNamesComponent(t *testing.T) {
+	dir := t.TempDir()
+	in := scenario(t, dir, "in.parquet", 0, 1, 2)
+	gs := readBack(t, in)
+	for i := range gs[0].Trajectories {
+		tr := &gs[0].Trajectories[i]
+		tr.Reward = nil
+		tr.RewardComponents = append(tr.RewardComponents, trajectory.RewardComponent{Name: "reward", Value: 3})
+	}
+	p := filepath.Join(dir, "rc.parquet")
+	if err := trajectory.WriteFile(context.Background(), p, gs, trajectory.WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := runBin(t, nil, nil, "-o", filepath.Join(dir, "out.parquet"), "--scorer", "formula:reward * 2", p)
+	if r.code != 2 || !strings.Contains(r.stderr, "reward is null") || !strings.Contains(r.stderr, `components["reward"]`) {
+		t.Fatalf("exit %d, want 2 saying the reward is null and naming components[\"reward\"]:\n%s", r.code, r.stderr)
+	}
+}

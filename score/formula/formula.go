@@ -281,7 +281,14 @@ func (s *Scorer) Eval(t *trajectory.Trajectory) (float64, error) {
 	for _, n := range s.names {
 		if _, ok := env[n]; !ok {
 			if n == rewardName {
-				return 0, fmt.Errorf("formula %q: the row's reward is null (no environment reward, and no scorer before this one gave one; has %s); a metric named reward is metrics[%q]", s.src, describe(t), rewardName)
+				// Point at what the row holds: components["reward"] reads
+				// an imported component of that name, metrics["reward"]
+				// nothing on such a row.
+				in := "a metric named reward is metrics"
+				if _, ok := findComponent(t, rewardName); ok {
+					in = "the row's component named reward is components"
+				}
+				return 0, fmt.Errorf("formula %q: the row's reward is null (no environment reward, and no scorer before this one gave one; has %s); %s[%q]", s.src, describe(t), in, rewardName)
 			}
 			if whole, in, ok := splitName(t, n); ok {
 				return 0, fmt.Errorf("formula %q: no metric or component named %q (has %s); the row's %s %q is one name, which a bare name cannot spell (a dot reads a field, a dash or slash is arithmetic): write %s[%q]", s.src, n, describe(t), strings.TrimSuffix(in, "s"), whole, in, whole)

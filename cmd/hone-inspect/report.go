@@ -59,7 +59,7 @@ one colour a run.
 distribution, each reward component, each environment metric, completion
 length, and a table of sample rollouts (the best and the worst episode of
 the group whose rewards spread widest). A file that the run's manifest.json
-lists (consumed by hone-train --watch-dir, or named to a grpo or sft session)
+lists (consumed by hone-train --watch-dir, or named to a finished grpo session)
 is drawn at the step that trained on it; hover a point to see which adapter
 sampled it.
 

@@ -45,7 +45,8 @@ import (
 //     does (defined): the engine compared 0 or "".
 //
 // The operands are found by parsing the code with the engine's grammar
-// (its precedence, which is what the rewritten text is parsed with), so
+// (its precedence, which is what the rewritten text is parsed with, but
+// for ~ and +, which levels orders as jinja2 does), so
 // string literals and names that merely contain an operator's characters
 // are left alone. The code of a statement tag (if, elif, for, call:
 // opsStatements) is parsed as a sequence of expressions, skipping the
@@ -410,9 +411,13 @@ func (p *opParser) expression() opNode {
 	return p.join(from, p.end(), kids...)
 }
 
-// levels are the engine's left-associative binary levels above the
-// comparisons' and below its multiplications', loosest first.
-var levels = [][]string{{"or"}, {"and"}, nil, {"~"}, {"+", "-"}}
+// levels are the left-associative binary levels above the comparisons'
+// and below the multiplications', loosest first. They are jinja2's: ~
+// binds tighter than + and -, where the engine's ~ is looser, so
+// 'Step ' ~ loop.index + ': ' is ('Step ' ~ loop.index) + ': '. A + or -
+// read here is always rewritten to a call (__hone_add), whose parentheses
+// keep that reading in the rewritten text the engine parses.
+var levels = [][]string{{"or"}, {"and"}, nil, {"+", "-"}, {"~"}}
 
 // binary parses level i of levels; level 2 is not and the comparisons.
 func (p *opParser) binary(i int) opNode {

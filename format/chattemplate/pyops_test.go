@@ -67,12 +67,28 @@ func TestArithmeticAsPython(t *testing.T) {
 func TestConcatAsPython(t *testing.T) {
 	renderEach(t, []struct{ src, want string }{
 		{`{{ 1.0 ~ "" }}|{{ none ~ "x" }}|{{ true ~ false }}|{{ [1.0, none, "a"] ~ "" }}|{{ {"k": 1.5} ~ "" }}`, "1.0|Nonex|TrueFalse|[1.0, None, 'a']|{'k': 1.5}"},
-		{`{{ nothing ~ "u" }}|{{ "a~b" ~ 1 }}|{{ 1 ~ 2 + 3 }}|{{ "x" ~ 2 ** 2 }}|{{ (1.5 ~ "")|length }}|{{ "t" ~ 2.0|string }}`, "u|a~b1|15|x4|3|t2.0"},
+		{`{{ nothing ~ "u" }}|{{ "a~b" ~ 1 }}|{{ 1 ~ (2 + 3) }}|{{ "x" ~ 2 ** 2 }}|{{ (1.5 ~ "")|length }}|{{ "t" ~ 2.0|string }}`, "u|a~b1|15|x4|3|t2.0"},
 		{`{% set s = "v" ~ 2.0 %}{{ s }}|{% if "a" ~ 1.0 == "a1.0" %}eq{% endif %}|{% for x in [0.5] %}{{ x ~ "" }}{% endfor %}`, "v2.0|eq|0.5"},
 		{`{% set param = {"type": "string", "default": none, "maximum": 2.0} %}` +
 			`{%- set default_value = '"' ~ param["default"] ~ '"' -%}{{ " Default=" ~ default_value ~ "." }}` +
 			`{%- for field, field_name in [("maximum", "Maximum"), ("minimum", "Minimum")] -%}{%- if field in param -%}{{ " " + field_name ~ "=" ~ param[field] }}{%- endif -%}{%- endfor -%}`,
 			` Default="None". Maximum=2.0`},
+	})
+}
+
+// TestConcatBindsTighterThanAdd: ~ binds tighter than + and -, as jinja2
+// parses them (parse_math1 reads its operands with parse_concat), so
+// 'Step ' ~ loop.index + ': ' joins the string and the number first and
+// then adds a string to it. Read with the engine's precedence, + got the
+// number and the string and raised jinja2's TypeError where jinja2
+// rendered, and 1 ~ 2 + 3 rendered where jinja2 raises.
+func TestConcatBindsTighterThanAdd(t *testing.T) {
+	renderEach(t, []struct{ src, want string }{
+		{"{% for i in [1] %}{{ 'Step ' ~ loop.index + ': ' }}{% endfor %}|{% set n = 2 %}{{ 'a' ~ n + 'b' }}|{{ 'a' ~ 'b' + 'c' ~ 'd' }}|{{ 1 ~ 2 + '3' ~ 4 - 0 if false else 'e' }}", "Step 1: |a2b|abcd|e"},
+		{"{% set n = 2 %}{% set t = '<' ~ n + '>' %}{{ t }}|{% if 'a' ~ n + 'b' == 'a2b' %}eq{% endif %}|{{ ' ' + 'Max' ~ '=' ~ 2.0 }}", "<2>|eq| Max=2.0"},
+		{"{{ 1 ~ 2 + 3 }}", "error:can only concatenate str (not \"int\") to str"},
+		{"{{ 'x' ~ 1 - 1 }}", "error:unsupported operand type(s) for -: 'str' and 'int'"},
+		{"{{ 1 + 2 ~ 'x' }}", "error:unsupported operand type(s) for +: 'int' and 'str'"},
 	})
 }
 

@@ -10,8 +10,9 @@ const callerPrefix = "__hone_caller"
 
 // callAsMacro rewrites the content of a {% call(params) f(args) %} tag,
 // one with a parameter list, into the {% macro %} tag its body becomes,
-// named callerPrefix and id, and the call f(args, caller=name) that the
-// {% endcall %} prints (callCloser): jinja2's caller takes its
+// named callerPrefix and id, and the call f(args, caller=name)
+// (withCaller) that the {% endcall %} prints (callCloser): jinja2's
+// caller takes its
 // parameters as a macro does, where the engine's bound only the
 // positional arguments to the names as written, so a default was never
 // set ({% call(x, y='d') %} left y undefined, as it did y=5 passed by
@@ -48,9 +49,36 @@ func callAsMacro(content string, id int) (macro, call string, ok bool) {
 		return "", "", false
 	}
 	args := strings.TrimSpace(expr[open+1 : len(expr)-1])
-	if args != "" && !strings.HasSuffix(args, ",") {
-		args += ","
+	return " macro " + name + "(" + params + ") ", expr[:open] + "(" + withCaller(args, name) + ")", true
+}
+
+// withCaller is the argument list args with the keyword argument
+// caller=name added: before the first *args or **kwargs argument, which
+// jinja2's grammar puts after the keywords (m(**d, caller=c) does not
+// parse, and {% call(x) m(**d) %} was refused at load), else at the end.
+func withCaller(args, name string) string {
+	kw := "caller=" + name
+	star := -1 // where the first top-level argument that starts with * begins
+	argStart := true
+	scanCode(args, func(i, depth int) bool {
+		switch c := args[i]; {
+		case depth == 0 && c == ',':
+			argStart = true
+		case argStart && c == '*' && depth == 0:
+			star = i
+			return true
+		case c != ' ' && c != '\t' && c != '\n' && c != '\r':
+			argStart = false
+		}
+		return false
+	})
+	switch {
+	case star >= 0:
+		return args[:star] + kw + ", " + args[star:]
+	case args == "":
+		return kw
+	case strings.HasSuffix(args, ","):
+		return args + " " + kw
 	}
-	call = expr[:open] + "(" + args + " caller=" + name + ")"
-	return " macro " + name + "(" + params + ") ", call, true
+	return args + ", " + kw
 }

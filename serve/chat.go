@@ -249,10 +249,16 @@ func chatOnlyParams(req *chatRequest, p *engine.Params, constrained bool) error 
 		p.TopLogprobs = *req.TopLogprobs
 	}
 	p.Logprobs = req.Logprobs
+	return minTokensConstrained(p, constrained, `response_format or tool_choice "required" or naming a function`)
+}
+
+// minTokensConstrained refuses min_tokens under an output constraint
+// (constrained; constraints names what the route constrains with, for the
+// 400): a complete document allows only its end, so holding that back
+// would leave the choice no token (a 500), not a longer answer.
+func minTokensConstrained(p *engine.Params, constrained bool, constraints string) error {
 	if constrained && p.MinTokens > 0 {
-		// A complete document allows only its end: holding that back
-		// would leave the choice no token (a 500), not a longer answer.
-		return badRequest("min_tokens", "min_tokens cannot be combined with response_format or tool_choice \"required\" or naming a function: the constrained output ends when its document does")
+		return badRequest("min_tokens", "min_tokens cannot be combined with %s: the constrained output ends when its document does", constraints)
 	}
 	return nil
 }

@@ -155,16 +155,15 @@ func (s *Server) completionsRun(w http.ResponseWriter, r *http.Request, req *com
 		return badRequest("echo", "echo is not supported with stream")
 	}
 	ctx := r.Context() // the request's deadline, from its arrival (Handler)
-	// allowed_token_ids and bad_words are read before the prompt is
-	// scored, as every other field: a request that can only be a 400 must
-	// cost no forward, nor be told to retry (429).
+	// response_format, allowed_token_ids and bad_words are read before the
+	// prompt is scored, as every other field: a request that can only be a
+	// 400 must cost no forward, nor be told to retry (429).
 	rf, err := s.responseFormat(req.ResponseFormat)
 	if err != nil {
 		return err
 	}
-	if rf != nil && p.MinTokens > 0 {
-		// As on chat: a complete document allows only its end.
-		return badRequest("min_tokens", "min_tokens cannot be combined with response_format: the constrained output ends when its document does")
+	if err := minTokensConstrained(&p, rf != nil, "response_format"); err != nil {
+		return err
 	}
 	if p.MaxTokens == 0 {
 		rf = nil // an echo-only answer samples nothing to constrain

@@ -478,6 +478,12 @@ func (s *Server) chatMessage(role, text, finish string, tm toolMode) (*chatmsg.M
 	if content == "" {
 		msg.ContentJSON = json.RawMessage("null")
 	}
+	if tm.name != "" {
+		// A call forced by name keeps the engine's finish ("stop"), as
+		// OpenAI's API and vLLM report it; auto and required say
+		// "tool_calls".
+		return msg, finish
+	}
 	return msg, "tool_calls"
 }
 

@@ -156,7 +156,8 @@
 // Tool calls are parsed from the output text: Hermes/Qwen
 // <tool_call>{json}</tool_call> blocks and Llama 3.1 JSON
 // {"name":…,"parameters":…}; found calls become message.tool_calls with
-// finish_reason "tool_calls". A streamed choice with tools in play is sent
+// finish_reason "tool_calls" (a call forced by a named tool_choice keeps
+// "stop", as OpenAI's API and vLLM report it). A streamed choice with tools in play is sent
 // whole at its end, since only the complete text tells a call from content.
 // A model whose template shows no tool-call markup cannot be asked for
 // calls: a request with tools is answered (expect plain text) with an

@@ -54,7 +54,7 @@ func TestToolChoiceForcesACall(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ch := range resp.Choices {
-		if ch.FinishReason != "tool_calls" || len(ch.Message.ToolCalls) != 1 || ch.Message.ToolCalls[0].Function.Name != "get_weather" {
+		if ch.FinishReason != "stop" || len(ch.Message.ToolCalls) != 1 || ch.Message.ToolCalls[0].Function.Name != "get_weather" {
 			t.Fatalf("named tool_choice: %+v", ch)
 		}
 		var args struct {
@@ -129,7 +129,7 @@ func TestForcedCallArgumentsAreAnObject(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, ch := range resp.Choices {
-			if ch.FinishReason != "tool_calls" || len(ch.Message.ToolCalls) != 1 {
+			if ch.FinishReason != "stop" || len(ch.Message.ToolCalls) != 1 {
 				t.Fatalf("parameters %s choice %d: no call: %+v", params, i, ch)
 			}
 			var args map[string]any
@@ -217,7 +217,8 @@ func TestStrictToolSchema(t *testing.T) {
 		return `[{"type":"function","function":{"name":"pick","strict":` + strict + `,"parameters":{"type":"object","properties":{"v":{"anyOf":[{"type":"string"},{"type":"integer"}]}}}}},
 			{"type":"function","function":{"name":"plain","strict":true,"parameters":{"type":"object","properties":{"q":{"type":"string","maxLength":4}}}}}]`
 	}
-	for _, choice := range []string{`"required"`, `{"type":"function","function":{"name":"pick"}}`} {
+	// A named call finishes "stop", a required one "tool_calls" (TestNamedToolChoiceFinishStop).
+	for choice, finish := range map[string]string{`"required"`: "tool_calls", `{"type":"function","function":{"name":"pick"}}`: "stop"} {
 		body := `{"model":"tiny","messages":[{"role":"user","content":"x"}],"max_tokens":120,"n":2,"tool_choice":` + choice + `,"tools":`
 		status, out, _ := chatCalls(t, ts, body+tools("true")+`}`)
 		if status != 400 || !strings.Contains(out, `"param":"tools"`) || !strings.Contains(out, `\"pick\"`) || !strings.Contains(out, `anyOf`) {
@@ -228,13 +229,13 @@ func TestStrictToolSchema(t *testing.T) {
 			t.Fatalf("tool_choice %s, not strict: %d %s", choice, status, out)
 		}
 		for i, ch := range choices {
-			if ch.FinishReason != "tool_calls" || len(ch.Message.ToolCalls) != 1 {
+			if ch.FinishReason != finish || len(ch.Message.ToolCalls) != 1 {
 				t.Errorf("tool_choice %s, not strict, choice %d: no call: %+v", choice, i, ch)
 			}
 		}
 	}
 	body := `{"model":"tiny","messages":[{"role":"user","content":"x"}],"max_tokens":120,"n":2,"tool_choice":{"type":"function","function":{"name":"plain"}},"tools":` + tools("true") + `}`
-	if status, out, choices := chatCalls(t, ts, body); status != 200 || len(choices) != 2 || choices[0].FinishReason != "tool_calls" {
+	if status, out, choices := chatCalls(t, ts, body); status != 200 || len(choices) != 2 || choices[0].FinishReason != "stop" || len(choices[0].Message.ToolCalls) != 1 {
 		t.Errorf("strict function with a supported schema: %d %s", status, out)
 	}
 }

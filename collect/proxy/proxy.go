@@ -545,9 +545,9 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 	if gid == "" {
 		gid = tid
 	}
-	var req map[string]json.RawMessage
-	if err := json.Unmarshal(body, &req); err != nil {
-		httpError(w, http.StatusBadRequest, "request is not a JSON object: "+err.Error())
+	req, err := chatObject(body)
+	if err != nil {
+		httpError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	var opts struct {
@@ -650,6 +650,20 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	turn.Latency = time.Since(start)
 	p.record(tid, gid, conv.Model, kwargs, msgs, tools, turn, nil, start)
+}
+
+// chatObject decodes a chat request body to its fields. A NaN (json.dumps
+// of a float('nan') temperature) is named, as on the reward and close
+// routes, not left as encoding/json's "invalid character 'N'".
+func chatObject(body []byte) (map[string]json.RawMessage, error) {
+	var req map[string]json.RawMessage
+	if err := json.Unmarshal(body, &req); err != nil {
+		if nan := nonJSONNumber(body, err); nan != nil {
+			return nil, fmt.Errorf("request: %w", nan)
+		}
+		return nil, fmt.Errorf("request is not a JSON object: %w", err)
+	}
+	return req, nil
 }
 
 // unrecordable names the field of a chat request whose answer would not

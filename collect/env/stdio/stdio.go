@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/collect/internal/jsonnan"
 	"github.com/hone-rl/hone/format/chatmsg"
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/internal/procgroup"
@@ -660,15 +661,18 @@ func notJSON(line []byte) error {
 	const printHint = "stdout carries responses only: a print before the response? Write logs to stderr"
 	hint := ""
 	start := len(line) - len(bytes.TrimLeft(line, " \t"))
+	nanPath, nanWord, nan := jsonnan.Find(line, err)
 	switch rest := line[min(max(at, 0), len(line)):]; {
 	case bytes.HasPrefix(rest, []byte("\ufeff")):
 		// Not a print: an encoder that starts its output with a BOM
 		// (Python's utf-8-sig) wrote it before the first response.
 		hint = " (the program wrote a UTF-8 byte-order mark, U+FEFF, before the response, as Python's utf-8-sig encoding (PYTHONIOENCODING=utf-8-sig) does: write plain UTF-8, without it)"
-	case start < len(line) && line[start] == '{' && at > start && (bytes.HasPrefix(rest, []byte("NaN")) || bytes.HasPrefix(rest, []byte("Infinity")) || bytes.HasPrefix(line[at-1:], []byte("Infinity"))):
-		// Inside an object, where json.dumps puts them; a line starting
-		// "NaN values …" is a print, and gets the print hint below.
-		hint = " (NaN and Infinity are not JSON, though Python's json.dumps writes them for float('nan') and float('inf'): a reward or metric must be a finite number)"
+	case start < len(line) && line[start] == '{' && nan:
+		// A value inside an object, where json.dumps puts them; a line
+		// starting "NaN values …" is a print, and gets the print hint
+		// below. The letters elsewhere (a bad escape "\NaN" in a string,
+		// a NaN where a key goes) are no NaN value, and get none.
+		hint = fmt.Sprintf(" (%s is %s: NaN and Infinity are not JSON, though Python's json.dumps writes them for float('nan') and float('inf'): a reward or metric must be a finite number)", nanPath, nanWord)
 	case start < len(line) && line[start] == '{' && endsInside(line):
 		// The line ends inside the object: its rest is on the lines after
 		// it, as json.dumps(out, indent=2) writes "{" alone on the first.

@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hone-rl/hone/format/peft"
 	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/train/model"
@@ -308,18 +307,14 @@ func (r *Registry) pollRun(name string) bool {
 // checked finite, and the base_model_name_or_path its adapter_config.json
 // names ("" when none).
 func readStep(step runfolder.Current, c *model.Config) (*model.Adapter, string, error) {
-	pa, err := peft.Read(step.Real)
+	w, base, err := model.ReadAdapterBase(step.Real, c)
 	if err != nil {
 		return nil, "", err
-	}
-	w, err := model.FromPEFT(c, pa)
-	if err != nil {
-		return nil, "", fmt.Errorf("%s: %w", step.Real, err)
 	}
 	if err := checkFinite(w); err != nil {
 		return nil, "", fmt.Errorf("%s: %w", step.Dir, err)
 	}
-	return w, pa.Config.BaseModelNameOrPath, nil
+	return w, base, nil
 }
 
 // checkBase warns when the step of run in dir names, as its base model,

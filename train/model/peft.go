@@ -79,15 +79,23 @@ func (ad *Adapter) ToPEFT(base string) *peft.Adapter {
 
 // ReadAdapter reads the PEFT adapter folder dir for a model of config c.
 func ReadAdapter(dir string, c *Config) (*Adapter, error) {
+	ad, _, err := ReadAdapterBase(dir, c)
+	return ad, err
+}
+
+// ReadAdapterBase is ReadAdapter that also returns the
+// base_model_name_or_path the folder's adapter_config.json names ("" when
+// none), which hone-serve compares with the model it serves.
+func ReadAdapterBase(dir string, c *Config) (*Adapter, string, error) {
 	pa, err := peft.Read(dir)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	ad, err := FromPEFT(c, pa)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", dir, err)
+		return nil, "", fmt.Errorf("%s: %w", dir, err)
 	}
-	return ad, nil
+	return ad, pa.Config.BaseModelNameOrPath, nil
 }
 
 // WriteAdapter saves ad as a PEFT adapter folder dir (adapter_config.json and

@@ -142,3 +142,20 @@ func TestShardInPlaceRefusedFileURL(t *testing.T) {
 		}
 	}
 }
+
+// TestInPlaceDiscardedSummarySaysNothingWritten: a judge failing every
+// group under mark, in place, left the input as it was, but the summary
+// just before said "6 rows written", which no file holds. It counts the
+// rows written now: none.
+func TestInPlaceDiscardedSummarySaysNothingWritten(t *testing.T) {
+	p := scenario(t, t.TempDir(), "rollouts.parquet", 0, 3, 2)
+	srv := judgetest.NewServer(t, func(int, judgetest.Request) judgetest.Reply { return judgetest.Reply{Content: "not json"} })
+	r := runBin(t, nil, nil, "-o", p, "--judge-base-url", srv.BaseURL(), "--judge-model", "m", "--no-judge-cache",
+		"--judge-retries", "0", "--on-judge-error", "mark", "--scorer", "ruler", p)
+	if r.code != 1 || !strings.Contains(r.stderr, "left as it was") {
+		t.Fatalf("exit %d, want 1 with the input left as it was:\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "; 0 rows written") {
+		t.Fatalf("the summary counts rows written that were discarded:\n%s", r.stderr)
+	}
+}

@@ -103,6 +103,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		runErr = score.Run(ctx, opts)
 		p.Stop()
 		kept := errors.Is(runErr, stageerr.ErrInterrupted) || errors.Is(runErr, score.ErrJudgeFailedAll)
+		if kept && inPlace {
+			// The output is discarded below: the summary counts the
+			// rows that reach a file, and none do.
+			sum.Written, sum.ErroredRows = 0, 0
+		}
 		if runErr == nil || kept {
 			fmt.Fprintln(stderr, "hone-score: "+sum.String())
 			log.Debug("hone-score summary", "groups", sum.Groups, "rows", sum.Rows, "scored", sum.Scored,

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -17,7 +18,7 @@ import (
 // TestInPlaceKeepsInputWhenNotComplete re-scores a file in place (-o
 // names the input), as one does with --only-missing. A run stopped by
 // Ctrl-C keeps the groups finished before the stop, and a judge that
-// failed every group under skip keeps what it could write: in place,
+// failed every group under mark keeps what it could write: in place,
 // that output replaced the whole input, and the other groups' rows were
 // lost. The input is now left as it was, saying why, with the run's exit
 // code; a run that completes still writes in place.
@@ -49,7 +50,7 @@ func TestInPlaceKeepsInputWhenNotComplete(t *testing.T) {
 		p := fresh()
 		srv := judgetest.NewServer(t, func(int, judgetest.Request) judgetest.Reply { return judgetest.Reply{Content: "not json"} })
 		r := runBin(t, nil, nil, "-o", p, "--judge-base-url", srv.BaseURL(), "--judge-model", "m", "--no-judge-cache",
-			"--judge-retries", "0", "--on-judge-error", "skip", "--scorer", "ruler", p)
+			"--judge-retries", "0", "--on-judge-error", "mark", "--scorer", "ruler", p)
 		if r.code != 1 {
 			t.Fatalf("exit %d, want 1:\n%s", r.code, r.stderr)
 		}
@@ -157,5 +158,42 @@ func TestInPlaceDiscardedSummarySaysNothingWritten(t *testing.T) {
 	}
 	if !strings.Contains(r.stderr, "; 0 rows written") {
 		t.Fatalf("the summary counts rows written that were discarded:\n%s", r.stderr)
+	}
+}
+
+// TestInPlaceSkipRefused: --on-judge-error skip drops the groups the
+// judge fails from the output, and in place (-o names the input) that
+// output replaced the input: a judge failing one group of three ended
+// exit 0 with that group gone from the file for good. skip in place is
+// refused now, before any judge call (exit 2), naming mark and another
+// -o; the file is left as it was.
+func TestInPlaceSkipRefused(t *testing.T) {
+	p := scenario(t, t.TempDir(), "rollouts.parquet", 0, 3, 2)
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := judgetest.KeywordJudge("WIN")
+	var calls atomic.Int32
+	srv := judgetest.NewServer(t, func(n int, r judgetest.Request) judgetest.Reply {
+		calls.Add(1)
+		if n == 1 {
+			return judgetest.Reply{Content: "not json"}
+		}
+		return good(n, r)
+	})
+	r := runBin(t, nil, nil, "-o", p, "--judge-base-url", srv.BaseURL(), "--judge-model", "m", "--no-judge-cache",
+		"--judge-retries", "0", "--concurrency", "1", "--on-judge-error", "skip", "--scorer", "ruler", p)
+	got, _ := os.ReadFile(p)
+	if r.code != 2 || !bytes.Equal(got, want) || !strings.Contains(r.stderr, "--on-judge-error mark") {
+		t.Fatalf("exit %d (want 2), input unchanged %v (%d groups left):\n%s", r.code, bytes.Equal(got, want), len(readBack(t, p)), r.stderr)
+	}
+	if calls.Load() != 0 {
+		t.Fatalf("%d judge calls before the refusal", calls.Load())
+	}
+	// Without a ruler scorer there is no judge to fail: skip changes
+	// nothing and is not refused.
+	if r := runBin(t, nil, nil, "-o", p, "--on-judge-error", "skip", "--scorer", "env", p); r.code != 0 {
+		t.Fatalf("env in place under skip: exit %d:\n%s", r.code, r.stderr)
 	}
 }

@@ -44,7 +44,9 @@ under any policy, a judge answering 401, 403 or 404 before it answered any
 call: nothing is written),
 2 bad usage or bad input, 130 interrupted (groups finished before the stop
 are kept). Where -o names an input (re-scoring in place), an interrupted run
-or a judge that failed every group leaves that file as it was.
+or a judge that failed every group leaves that file as it was, and
+--on-judge-error skip is refused with a ruler scorer (exit 2: the groups it
+drops would be lost; use mark, or another -o).
 
 Flags:
 `
@@ -87,6 +89,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	inPlace := namesAnInput(sf.Output, inputs)
 	if inPlace && !sh.Whole() {
 		return cli.Usage(fmt.Errorf("--shard %s writes only its part of the groups, and -o %s names an input, which that part would replace: write the part elsewhere (-o DIR/ names it for you)", sh, sf.Output))
+	}
+	if inPlace && opts.OnJudgeError == score.PolicySkip && judges(opts.Scorers) {
+		// skip leaves a failed group out of the output, and in place
+		// the output replaces the input: the group would be gone for
+		// good. Said before any judge call is paid for.
+		return cli.Usage(fmt.Errorf("--on-judge-error skip leaves the groups the judge fails out of the output, and -o %s names an input, which the output replaces: they would be lost; use --on-judge-error mark (they are kept, unscored, the reason in each row's error) or write elsewhere", sf.Output))
 	}
 	p.Start(ctx)
 	defer p.Stop()
@@ -139,6 +147,17 @@ func namesAnInput(out string, in *fileset.Set) bool {
 	}
 	for _, name := range in.Names() {
 		if fileset.SameFile(out, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// judges reports whether a --scorer is ruler (the only scorer that calls
+// the judge); a spec that does not parse is left to score.Run to refuse.
+func judges(scorers []string) bool {
+	for _, v := range scorers {
+		if s, err := score.ParseSpec(v); err == nil && s.Kind == "ruler" {
 			return true
 		}
 	}

@@ -26,6 +26,7 @@ type Scorer struct {
 	src       string
 	prog      *vm.Program
 	names     []string // free identifiers the expression reads, sorted
+	must      []string // of them, those read unguarded somewhere: on every row
 	comps     []string // names it may read as components (Components)
 	lookups   []lookup // constant metrics["k"] and components["k"] it reads
 }
@@ -45,15 +46,21 @@ func New(component, src string) (*Scorer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("formula %q does not parse: %v", src, err)
 	}
-	v := &identVisitor{free: map[string]bool{}, bound: map[string]bool{}, guarded: map[lookup]bool{}, keys: map[lookup]bool{}}
+	v := &identVisitor{free: map[string]bool{}, bound: map[string]bool{}, guarded: map[lookup]bool{}, keys: map[lookup]bool{},
+		guardedIdent: map[*ast.IdentifierNode]bool{}}
 	ast.Walk(&tree.Node, v)
-	var names []string
+	var names, must []string
 	for n := range v.free {
 		if !v.bound[n] && !builtinNames[n] {
 			names = append(names, n)
 		}
 	}
 	sort.Strings(names)
+	for _, id := range v.idents {
+		if !v.guardedIdent[id] && slices.Contains(names, id.Value) && !slices.Contains(must, id.Value) {
+			must = append(must, id.Value)
+		}
+	}
 	comps := append([]string(nil), names...)
 	for l := range v.keys {
 		if l.in == "components" && !v.bound[l.in] && !slices.Contains(comps, l.key) {
@@ -88,7 +95,7 @@ func New(component, src string) (*Scorer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("formula %q does not compile: %v", src, err)
 	}
-	return &Scorer{component: component, src: src, prog: prog, names: names, comps: comps, lookups: lookups}, nil
+	return &Scorer{component: component, src: src, prog: prog, names: names, must: must, comps: comps, lookups: lookups}, nil
 }
 
 // identVisitor collects identifiers, the names bound by let, and the
@@ -100,12 +107,17 @@ type identVisitor struct {
 	free, bound map[string]bool
 	guarded     map[lookup]bool
 	keys        map[lookup]bool // every constant key read, guarded or not
+	// Each identifier read, and those a ?? or nil test guards (reward ??
+	// 0): a bare name read only so may be missing, and is nil then.
+	idents       []*ast.IdentifierNode
+	guardedIdent map[*ast.IdentifierNode]bool
 }
 
 func (v *identVisitor) Visit(n *ast.Node) {
 	switch n := (*n).(type) {
 	case *ast.IdentifierNode:
 		v.free[n.Value] = true
+		v.idents = append(v.idents, n)
 	case *ast.VariableDeclaratorNode:
 		v.bound[n.Name] = true
 	case *ast.MemberNode:
@@ -168,6 +180,9 @@ func (v *identVisitor) guard(n *ast.BinaryNode) {
 	mark = func(m ast.Node) {
 		if l, ok := mapKey(m); ok {
 			v.guarded[l] = true
+		}
+		if id, ok := m.(*ast.IdentifierNode); ok {
+			v.guardedIdent[id] = true
 		}
 		// What a ?? falls back on, or a branch, is the value the
 		// enclosing ?? or nil test sees: a.x ?? b.y ?? 0 guards b.y.
@@ -279,6 +294,11 @@ func (s *Scorer) Eval(t *trajectory.Trajectory) (float64, error) {
 	}
 	env["metrics"], env["components"], env["metadata"] = metrics, comps, meta
 	for _, n := range s.names {
+		if _, ok := env[n]; !ok && !slices.Contains(s.must, n) {
+			env[n] = nil // guarded wherever it is read: reward ?? 0
+		}
+	}
+	for _, n := range s.must {
 		if _, ok := env[n]; !ok {
 			if n == rewardName {
 				// Point at what the row holds: components["reward"] reads

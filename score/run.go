@@ -270,6 +270,18 @@ func buildChain(ctx context.Context, opts Options, log *slog.Logger, files *file
 	if err := checkOrder(c.Scorers, opts.Scorers); err != nil {
 		return nil, nil, err
 	}
+	// A name the chain writes is a component on the rows it reaches
+	// (env only where the reward was not null): bare, it reads no metric
+	// on the rows that lack it.
+	written := []string{ComponentEnv, ComponentPrevious}
+	for _, s := range c.Scorers {
+		written = append(written, s.Name())
+	}
+	for _, s := range c.Scorers {
+		if f, ok := s.(*formula.Scorer); ok {
+			f.ComponentNames(written...)
+		}
+	}
 	c.Spec = strings.Join(parts, " | ")
 	return c, meter, nil
 }

@@ -133,3 +133,26 @@ func TestFormulaRewardNullNamesComponent(t *testing.T) {
 		t.Fatalf("exit %d, want 2 saying the reward is null and naming components[\"reward\"]:\n%s", r.code, r.stderr)
 	}
 }
+
+// TestFormulaEnvNeverReadsMetric: a bare env is the env component, which
+// a row with a null reward lacks; on such a row it read a metric named
+// env in its place (7*2 beside the next row's 1*2), as a bare reward did
+// before. A name the chain writes as a component (env, each scorer's) is
+// now never a metric: the row fails, naming metrics["env"].
+func TestFormulaEnvNeverReadsMetric(t *testing.T) {
+	dir := t.TempDir()
+	in := scenario(t, dir, "in.parquet", 0, 1, 2)
+	gs := readBack(t, in)
+	for i := range gs[0].Trajectories {
+		gs[0].Trajectories[i].Metrics["env"] = 7
+	}
+	gs[0].Trajectories[1].Reward = nil
+	p := filepath.Join(dir, "env.parquet")
+	if err := trajectory.WriteFile(context.Background(), p, gs, trajectory.WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := runBin(t, nil, nil, "-o", filepath.Join(dir, "out.parquet"), "--scorer", "final=formula:env * 2", p)
+	if r.code != 2 || !strings.Contains(r.stderr, `no component named "env"`) || !strings.Contains(r.stderr, `metrics["env"]`) {
+		t.Fatalf("exit %d, want 2 saying the row has no env component and naming metrics[\"env\"]:\n%s", r.code, r.stderr)
+	}
+}

@@ -6,7 +6,11 @@
 // Names an expression can use:
 //
 //   - every metric and every component by its own name (a component
-//     shadows a metric of the same name), e.g. win - 0.1*illegal;
+//     shadows a metric of the same name), e.g. win - 0.1*illegal; a
+//     name given to Scorer.ComponentNames (in hone-score, the names its
+//     chain writes: env, previous and each scorer's) is the component
+//     only, missing on a row without it (env where the reward was null),
+//     never a metric there, which is then metrics["env"];
 //   - metrics["name"] and components["name"] for names that are not
 //     identifiers (e.g. "judge/score");
 //   - reward: the reward so far in the chain (absent while it is null),

@@ -29,6 +29,9 @@ type Scorer struct {
 	must      []string // of them, those read unguarded somewhere: on every row
 	comps     []string // names it may read as components (Components)
 	lookups   []lookup // constant metrics["k"] and components["k"] it reads
+	// onlyComps are the names that, bare, read only a component
+	// (ComponentNames): never a metric on a row without the component.
+	onlyComps map[string]bool
 }
 
 // lookup is one constant key read from the metrics or components map.
@@ -238,6 +241,20 @@ func mapKey(n ast.Node) (lookup, bool) {
 	return lookup{id.Value, key.Value}, true
 }
 
+// ComponentNames makes each of names, read bare, the component of that
+// name only: on a row without it the name is missing (an error, or nil
+// under ??), never a metric of the same name, which is then
+// metrics["name"]. hone-score passes the names its chain writes (env and
+// each scorer's), which a row may lack (env where the reward was null):
+// otherwise the same bare name would be a component on some rows of a
+// file and a metric on others. Call it before the first Eval.
+func (s *Scorer) ComponentNames(names ...string) {
+	s.onlyComps = make(map[string]bool, len(names))
+	for _, n := range names {
+		s.onlyComps[n] = true
+	}
+}
+
 // Name returns the component name.
 func (s *Scorer) Name() string { return s.component }
 
@@ -289,6 +306,13 @@ func (s *Scorer) Eval(t *trajectory.Trajectory) (float64, error) {
 	// metric of that name is read as metrics["reward"] on every row, not
 	// in the reward's place on the rows without one.
 	delete(env, rewardName)
+	for n := range s.onlyComps {
+		if v, ok := comps[n]; ok {
+			env[n] = v
+		} else {
+			delete(env, n)
+		}
+	}
 	if t.Reward != nil {
 		env[rewardName] = *t.Reward
 	}
@@ -309,6 +333,9 @@ func (s *Scorer) Eval(t *trajectory.Trajectory) (float64, error) {
 					in = "the row's component named reward is components"
 				}
 				return 0, fmt.Errorf("formula %q: the row's reward is null (no environment reward, and no scorer before this one gave one; has %s); %s[%q]", s.src, describe(t), in, rewardName)
+			}
+			if s.onlyComps[n] {
+				return 0, fmt.Errorf("formula %q: no component named %q (has %s); the chain writes %q as a component, which a bare name reads on every row: a metric of that name is metrics[%q], a row that may lack the component components[%q] ?? 0", s.src, n, describe(t), n, n, n)
 			}
 			if whole, in, ok := splitName(t, n); ok {
 				return 0, fmt.Errorf("formula %q: no metric or component named %q (has %s); the row's %s %q is one name, which a bare name cannot spell (a dot reads a field, a dash or slash is arithmetic): write %s[%q]", s.src, n, describe(t), strings.TrimSuffix(in, "s"), whole, in, whole)
@@ -365,7 +392,7 @@ func (s *Scorer) notFinite(t *trajectory.Trajectory) string {
 			}
 		} else if c, ok := findComponent(t, n); ok {
 			add("component", n, c)
-		} else if m, ok := t.Metrics[n]; ok {
+		} else if m, ok := t.Metrics[n]; ok && !s.onlyComps[n] {
 			add("metric", n, m)
 		}
 	}

@@ -21,8 +21,24 @@ type answer struct {
 
 // keyedScore is one entry of the keyed form.
 type keyedScore struct {
-	Explanation string      `json:"explanation"`
+	Explanation explanation `json:"explanation"`
 	Score       scoreNumber `json:"score"`
+}
+
+// explanation is an entry's explanation: a string (null reads as none).
+// Anything else is an error naming the value, not encoding/json's wording
+// with Go type names.
+type explanation string
+
+func (e *explanation) UnmarshalJSON(b []byte) error {
+	var s *string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("explanation is %s: want a string", prefix(string(b), 40))
+	}
+	if s != nil {
+		*e = explanation(*s)
+	}
+	return nil
 }
 
 // rawScore is one entry of either form as the judge wrote it; Score is
@@ -36,7 +52,7 @@ type rawScore struct {
 // listScore is one entry of ART's list form as decoded.
 type listScore struct {
 	ID          listID      `json:"trajectory_id"`
-	Explanation string      `json:"explanation"`
+	Explanation explanation `json:"explanation"`
 	Score       scoreNumber `json:"score"`
 }
 
@@ -49,22 +65,70 @@ type scoreNumber struct{ v *float64 }
 
 func (n *scoreNumber) UnmarshalJSON(b []byte) error {
 	n.v = nil
-	var f float64
+	var num json.Number
 	var text string
 	switch {
 	case string(b) == "null":
 		return nil
-	case json.Unmarshal(b, &f) == nil:
+	case json.Unmarshal(b, &num) == nil:
+		text = num.String()
 	case json.Unmarshal(b, &text) == nil:
-		var err error
-		if f, err = strconv.ParseFloat(strings.TrimSpace(text), 64); err != nil {
-			return fmt.Errorf("score is %s: want a number", prefix(string(b), 40))
+		// Decimal only, as ART's pydantic model reads a number in a
+		// string: ParseFloat would also take hex ("0x1p-1"), "Inf",
+		// "NaN" and underscores.
+		if text = strings.TrimSpace(text); !decimal(text) {
+			return fmt.Errorf("score is %s: want a number written in decimal", prefix(string(b), 40))
 		}
 	default:
 		return fmt.Errorf("score is %s: want a number", prefix(string(b), 40))
 	}
+	f, err := strconv.ParseFloat(text, 64)
+	if err != nil {
+		// The text is a number (json.Number, decimal): out of float64's
+		// range, as 1e999 is.
+		return fmt.Errorf("score is %s: a number out of range, want one in [0,1]", prefix(string(b), 40))
+	}
 	n.v = &f
 	return nil
+}
+
+// decimal reports whether s is a decimal number: an optional sign,
+// digits with at most one point (at least one digit), and an optional
+// exponent.
+func decimal(s string) bool {
+	if len(s) > 0 && (s[0] == '+' || s[0] == '-') {
+		s = s[1:]
+	}
+	mant, exp, hasExp := strings.Cut(strings.ToLower(s), "e")
+	digits, point := 0, false
+	for _, r := range mant {
+		switch {
+		case r >= '0' && r <= '9':
+			digits++
+		case r == '.' && !point:
+			point = true
+		default:
+			return false
+		}
+	}
+	if digits == 0 {
+		return false
+	}
+	if !hasExp {
+		return true
+	}
+	if len(exp) > 0 && (exp[0] == '+' || exp[0] == '-') {
+		exp = exp[1:]
+	}
+	if exp == "" {
+		return false
+	}
+	for _, r := range exp {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // listID is a trajectory_id of ART's list form: a string, or a whole
@@ -82,6 +146,13 @@ func (id *listID) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("trajectory_id is %s: want a string", prefix(string(b), 40))
 	}
 	*id = listID(n.String())
+	// 1.0 and 1e0 are the whole number 1 too, id "1"; digits alone stay
+	// as written (no float rounding of a long one).
+	if strings.ContainsAny(n.String(), ".eE") {
+		if f, err := n.Float64(); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+			*id = listID(strconv.FormatInt(int64(f), 10))
+		}
+	}
 	return nil
 }
 
@@ -328,7 +399,7 @@ func entries(raw json.RawMessage) ([]rawScore, error) {
 		}
 		out := make([]rawScore, len(list))
 		for i, l := range list {
-			out[i] = rawScore{ID: string(l.ID), Explanation: l.Explanation, Score: l.Score}
+			out[i] = rawScore{ID: string(l.ID), Explanation: string(l.Explanation), Score: l.Score}
 		}
 		return out, nil
 	case raw[0] != '{':
@@ -349,7 +420,7 @@ func entries(raw json.RawMessage) ([]rawScore, error) {
 		if err := dec.Decode(&k); err != nil {
 			return nil, fmt.Errorf("trajectory_id %q: %w", id, err)
 		}
-		out = append(out, rawScore{ID: id, Explanation: k.Explanation, Score: k.Score})
+		out = append(out, rawScore{ID: id, Explanation: string(k.Explanation), Score: k.Score})
 	}
 	return out, nil
 }

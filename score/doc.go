@@ -19,7 +19,12 @@
 // hone-score, that reward is the environment's and is kept as component
 // "env"; when a later run changes the reward, the one before is kept as
 // component "previous". The chain that scored a row is recorded in its
-// metadata under MetaChain.
+// metadata under MetaChain. So are components: re-scoring with another
+// chain keeps those of the earlier one that this chain does not write,
+// unchanged (an old "final" beside a new "final2"), and a formula may
+// read them by name, which is how a ruler component scored once is
+// blended anew without a judge call. They are the earlier chain's values:
+// the reward, "previous" and MetaChain say what this chain gave.
 //
 // Rows whose episode failed in collection (their error is set, by
 // hone-collect or any other writer) are never scored: the scorers see each

@@ -28,7 +28,9 @@ components of the scorers before it (and env), never one written after it:
   NAME=formula:EXPR   the same under component NAME (NAME=ruler too; not env,
                       previous or reward: a formula's reward is the reward so far)
 The reward a row had before is kept as component "env" (first scoring) or
-"previous" (re-scoring). Rows whose episode failed (error set) are not
+"previous" (re-scoring); components an earlier chain wrote that this one does
+not are kept as they were, and a formula may read them (a ruler component
+blended anew without a judge call). Rows whose episode failed (error set) are not
 scored: they pass through unscored and the summary counts them.
 
 Examples:

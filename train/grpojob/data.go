@@ -91,9 +91,10 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 				unscored = append(unscored, fmt.Sprintf("%s (group %s, trajectory %s)", where, g.ID, t.ID))
 				continue
 			}
-			if math.IsInf(*t.Reward, 0) {
+			if math.IsInf(*t.Reward, 0) || math.Abs(*t.Reward) > maxReward {
 				// r − mean(group) would be NaN: nothing to learn from it,
-				// and the step's loss with it.
+				// and the step's loss with it. A finite reward past
+				// maxReward makes the group's std overflow to +Inf.
 				infinite = append(infinite, fmt.Sprintf("%s (group %s, trajectory %s: %v)", where, g.ID, t.ID, *t.Reward))
 				continue
 			}
@@ -145,8 +146,8 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 		return nil, unscoredError(unscored)
 	}
 	if len(infinite) > 0 {
-		return nil, stageerr.BadInputf("%d trajectories have an infinite reward: %s; a reward must be a finite number",
-			len(infinite), listRows(infinite))
+		return nil, stageerr.BadInputf("%d trajectories have an infinite reward or one of magnitude above %g: %s; a reward must be a finite number of at most that size (the group's standard deviation squares it)",
+			len(infinite), maxReward, listRows(infinite))
 	}
 	if len(impossible) > 0 {
 		return nil, stageerr.BadInputf("%d trajectories have a sampling logprob that no sampler gives: %s; a logprob is a finite number ≤ 0 (NaN where unknown): check what wrote the logprobs field (probabilities or logits instead of log-probabilities?)",
@@ -154,6 +155,13 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 	}
 	return out, nil
 }
+
+// maxReward is the largest reward magnitude taken. The group and batch
+// standard deviations sum squared deviations in float64, whose squares
+// overflow to +Inf past about 1.3e154, and the advantages then come out 0
+// as for a group of equal rewards; at 1e100 a sum of squares stays finite
+// for any number of trajectories a run can hold.
+const maxReward = 1e100
 
 // maxLogprob is the largest sampling logprob taken. A log-probability is
 // ≤ 0; a sampler's log-softmax in float32 can round a near-certain

@@ -28,6 +28,9 @@ type group struct {
 	// trainable token without a sampling logprob ("file row 3 (group g,
 	// trajectory t)"), for the run's one warning (loadInputs).
 	NoLogprobs []string
+	// NoTrainable names the rows of its trajectories left out for having
+	// no trainable token, for the run's one warning (loadInputs).
+	NoTrainable []string
 	// EnvMetrics are the names of the metrics its trajectories report
 	// (the environment's), sorted: what an eval split of the same
 	// environment records beside log-eval's own (--best-metric val/NAME).
@@ -123,8 +126,11 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 			if why != "" {
 				ex.Seqs = nil
 			}
-			if why == "no_logprobs" {
+			switch why {
+			case "no_logprobs":
 				gr.NoLogprobs = append(gr.NoLogprobs, fmt.Sprintf("%s (group %s, trajectory %s)", where, g.ID, t.ID))
+			case "no_trainable":
+				gr.NoTrainable = append(gr.NoTrainable, fmt.Sprintf("%s (group %s, trajectory %s)", where, g.ID, t.ID))
 			}
 			gr.Rewards = append(gr.Rewards, *t.Reward)
 			gr.Ex = append(gr.Ex, ex)

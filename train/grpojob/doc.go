@@ -41,7 +41,8 @@
 // (dropped_zero_adv — every trajectory of a group with equal rewards), and
 // trajectories whose trainable tokens have no sampled logprobs
 // (no_logprobs, unless --allow-no-logprobs; the run warns once about them,
-// naming their rows and the flag). A step left with nothing logs
+// naming their rows and the flag), and trajectories with no trainable
+// turn (no_trainable_tokens; warned once the same way). A step left with nothing logs
 // "nothing to train" with those counts; it still counts as a step (its
 // checkpoint holds the unchanged adapter) but takes no optimizer update.
 //

@@ -232,6 +232,7 @@ func loadInputs(ctx context.Context, base *trainer.Base, o Options, in *fileset.
 		return nil, stageerr.BadInputf("no groups in %s", trainer.InputList(in.Names()))
 	}
 	warnNoLogprobs(gs, o.Log)
+	warnNoTrainable(gs, o.Log)
 	var env []string
 	for _, g := range gs {
 		for _, m := range g.EnvMetrics {
@@ -266,6 +267,30 @@ func warnNoLogprobs(gs []group, log *slog.Logger) {
 		return
 	}
 	log.Warn(fmt.Sprintf("%d of %d scored trajectories have trainable tokens without a sampling logprob (no token_ids or logprobs in their messages) and are not trained: %s; --allow-no-logprobs trains them with the importance ratio taken as 1",
+		len(rows), total, listRows(rows)))
+}
+
+// warnNoTrainable warns, once for the inputs, naming the first rows, when
+// trajectories are left out because no turn of theirs is marked
+// trainable: a plain chat log, or ART's plain assistant messages (only
+// its Choices train). Each step only counted them (no_trainable_tokens)
+// in an info line, so a run on such files trained nothing and exited 0.
+// ART's allow_training_without_logprobs trains plain assistant messages;
+// --allow-no-logprobs does not, so the warning says so.
+func warnNoTrainable(gs []group, log *slog.Logger) {
+	if log == nil {
+		return
+	}
+	var rows []string
+	total := 0
+	for _, g := range gs {
+		rows = append(rows, g.NoTrainable...)
+		total += len(g.Rewards)
+	}
+	if len(rows) == 0 {
+		return
+	}
+	log.Warn(fmt.Sprintf("%d of %d scored trajectories have no trainable turn and are not trained: %s; only assistant turns whose message has trainable: true, with the token_ids and logprobs their server sampled, train (hone-collect and the proxy mark them; hone-inspect from-jsonl marks ART's Choices, not plain assistant messages), and --allow-no-logprobs does not make a turn trainable",
 		len(rows), total, listRows(rows)))
 }
 

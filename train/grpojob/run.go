@@ -216,6 +216,7 @@ func loadInputs(ctx context.Context, base *trainer.Base, o Options, in *fileset.
 	}
 	if o.Loss.Norm == "art" {
 		lens.Budget = 0 // its micro-batches are the packed rows, not --token-budget
+		lens.RowLen = o.PackedSeqLen
 	}
 	var held trainer.HeldOut
 	gs, err := loadGroups(ctx, base.Text, in, layout.Options{Kwargs: kw}, rk, o.AllowNoLogprobs, lens, &held)

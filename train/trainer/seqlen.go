@@ -29,10 +29,14 @@ type Lengths struct {
 	// Budget is --token-budget: a trajectory with more tokens is a
 	// micro-batch of its own, told once (0: not told).
 	Budget int
+	// RowLen is grpo --norm art's --packed-sequence-length: a history
+	// with more tokens is a packed row of its own, trained whole where
+	// ART truncates it, told once (0: not told).
+	RowLen int
 
-	over, big []string
-	bigMax    int
-	checked   int
+	over, big, wide []string
+	bigMax, wideMax int
+	checked         int
 }
 
 // SeqLengths is the Lengths of a run of the model b: --max-seq-len when
@@ -66,6 +70,14 @@ func (l *Lengths) Check(e *Example, where string) bool {
 		l.big = append(l.big, where)
 		l.bigMax = max(l.bigMax, n)
 	}
+	widest := 0
+	for _, s := range e.Seqs {
+		widest = max(widest, len(s.IDs))
+	}
+	if l.RowLen > 0 && widest > l.RowLen {
+		l.wide = append(l.wide, where)
+		l.wideMax = max(l.wideMax, widest)
+	}
 	return false
 }
 
@@ -90,8 +102,9 @@ func (l *Lengths) length(s layout.Sequence) int {
 }
 
 // Report is the error naming the rows with a sequence past the model's
-// context, or logs one warning for those --max-seq-len leaves out and one
-// for those longer than --token-budget.
+// context, or logs one warning for those --max-seq-len leaves out, one
+// for those longer than --token-budget and one for those with a history
+// longer than --packed-sequence-length.
 func (l *Lengths) Report(log *slog.Logger) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -107,6 +120,10 @@ func (l *Lengths) Report(log *slog.Logger) error {
 	if len(l.big) > 0 {
 		log.Warn(fmt.Sprintf("%d trajectories have more tokens than --token-budget %d (up to %d) and each is a micro-batch of its own, of that many tokens: %s; memory grows with it: give --max-seq-len to leave them out, or a --token-budget that fits them",
 			len(l.big), l.Budget, l.bigMax, FirstRows(l.big)))
+	}
+	if len(l.wide) > 0 {
+		log.Warn(fmt.Sprintf("%d trajectories have a history longer than --packed-sequence-length %d (up to %d tokens) and each such history is a packed row of its own, trained whole (ART truncates it to the row length): %s; memory grows with it: give --max-seq-len to leave them out, or a --packed-sequence-length that fits them",
+			len(l.wide), l.RowLen, l.wideMax, FirstRows(l.wide)))
 	}
 	return nil
 }

@@ -41,7 +41,9 @@ func TestIgnoredFlagsWarned(t *testing.T) {
 // --norm constant, --tis-mode with --tis 0 (no importance weight), and
 // --kl-penalty-source current_learner without --kl-penalty-coef (no
 // advantage shift: docs/art.md said it was refused, as sample is, but it
-// trained without a word).
+// trained without a word), and --epochs with --steps N (--steps counts the
+// call's steps; --epochs is read only with --steps 0, so a TRL port's
+// num_train_epochs beside max_steps trained --steps without a word).
 // Each trains and warns once, naming the flag and the one it needs; with
 // that choice made, none warns. Before, all were ignored without a word.
 func TestIdleChoiceFlagsWarned(t *testing.T) {
@@ -62,6 +64,8 @@ func TestIdleChoiceFlagsWarned(t *testing.T) {
 		{[]string{"grpo"}, []string{"--tis", "0", "--tis-mode", "recomputed"}, []string{"--tis-mode", "--tis"}},
 		{[]string{"grpo"}, []string{"--kl-penalty-source", "current_learner"}, []string{"--kl-penalty-source", "--kl-penalty-coef"}},
 		{[]string{"grpo"}, []string{"--norm", "art", "--kl-penalty-coef", "0.1", "--kl-penalty-source", "current_learner"}, nil},
+		{[]string{"grpo", "sft"}, []string{"--epochs", "2"}, []string{"--epochs 2", "--steps 1"}},
+		{[]string{"grpo", "sft"}, []string{"--steps", "0", "--epochs", "1"}, nil},
 	} {
 		for _, job := range tc.jobs {
 			args := append([]string{job, "--model", md, "--run", job + string(rune('a'+i)), "--out", out, "--threads", "1", "--steps", "1"}, tc.extra...)

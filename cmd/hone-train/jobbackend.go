@@ -92,10 +92,16 @@ func ignoredFlags(fs *pflag.FlagSet, o *trainer.Options) []string {
 // idleChoiceFlags are warnings for the flags given on fs that refine a
 // choice this call did not make: --best-mode without --best-metric, and
 // grpo's --norm-constant without --norm constant, --tis-mode with
-// --tis 0 and --kl-penalty-source with --kl-penalty-coef 0. A user who set one believed the choice it refines was made.
+// --tis 0 and --kl-penalty-source with --kl-penalty-coef 0, and --epochs
+// with --steps N. A user who set one believed the choice it refines was made.
 // The grpo flags are read from fs by name, as sft has none of them.
 func idleChoiceFlags(fs *pflag.FlagSet, o *trainer.Options) []string {
 	var out []string
+	// --steps overrides --epochs, as max_steps does num_train_epochs in
+	// transformers' Trainer, which a port from TRL may set both of.
+	if fs.Changed("epochs") && o.Steps > 0 {
+		out = append(out, fmt.Sprintf("--epochs %d does nothing with --steps %d: --steps counts the call's steps (cycling the inputs as needed); --steps 0 trains --epochs passes", o.Epochs, o.Steps))
+	}
 	if fs.Changed("best-mode") && o.BestMetric == "" {
 		out = append(out, "--best-mode does nothing without --best-metric: no step is picked as best")
 	}

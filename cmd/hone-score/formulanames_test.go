@@ -156,3 +156,48 @@ func TestFormulaEnvNeverReadsMetric(t *testing.T) {
 		t.Fatalf("exit %d, want 2 saying the row has no env component and naming metrics[\"env\"]:\n%s", r.code, r.stderr)
 	}
 }
+
+// TestFormulaNilTestThenRead: a nil test guards the read it leads to,
+// as expr evaluates it: reward == nil ? 5 : reward reads reward only where
+// it is there, as do reward != nil && reward > 0 and env != nil ? env : 0.
+// A bare name guarded by == nil but read again in the branch the test
+// chose failed every null-reward row with "the row's reward is null",
+// which the test was written to handle.
+func TestFormulaNilTestThenRead(t *testing.T) {
+	dir := t.TempDir()
+	in := scenario(t, dir, "in.parquet", 0, 1, 2)
+	gs := readBack(t, in)
+	gs[0].Trajectories[1].Reward = nil
+	p := filepath.Join(dir, "null.parquet")
+	if err := trajectory.WriteFile(context.Background(), p, gs, trajectory.WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		src        string
+		win, other float64
+	}{
+		{"reward == nil ? 5 : reward", 1, 5},
+		{"reward != nil ? reward * 2 : 3", 2, 3},
+		{"reward != nil && reward > 0", 1, 0},
+		{"reward == nil || reward > 0", 1, 1},
+		{"(env != nil ? env : 0) + 1", 2, 1},
+	} {
+		out := filepath.Join(dir, "out.parquet")
+		r := runBin(t, nil, nil, "-o", out, "--scorer", "final=formula:"+c.src, p)
+		if r.code != 0 {
+			t.Errorf("%s: exit %d, want 0:\n%s", c.src, r.code, r.stderr)
+			continue
+		}
+		got := readBack(t, out)[0].Trajectories
+		for i, want := range []float64{c.win, c.other} {
+			if v, ok := component(got[i], "final"); !ok || v != want {
+				t.Errorf("%s: row %d final = %v (%v), want %v", c.src, i, v, ok, want)
+			}
+		}
+	}
+	// A read the test does not lead to is still checked.
+	r := runBin(t, nil, nil, "-o", filepath.Join(dir, "bad.parquet"), "--scorer", "final=formula:reward == nil ? reward : 0", p)
+	if r.code != 2 || !strings.Contains(r.stderr, "the row's reward is null") {
+		t.Fatalf("reward == nil ? reward : 0: exit %d, want 2 saying the reward is null:\n%s", r.code, r.stderr)
+	}
+}

@@ -132,6 +132,78 @@ func (v *identVisitor) Visit(n *ast.Node) {
 		}
 	case *ast.BinaryNode:
 		v.guard(n)
+		v.guardAfterTest(n)
+	case *ast.ConditionalNode:
+		// reward == nil ? 5 : reward reads reward in the branch its
+		// test takes only where reward is there.
+		v.markIdents(n.Exp1, nonNilIf(n.Cond, true))
+		v.markIdents(n.Exp2, nonNilIf(n.Cond, false))
+	}
+}
+
+// guardAfterTest marks the bare names that the right of && or || reads
+// only once its left has shown them there: reward != nil && reward > 0,
+// reward == nil || reward > 0 (expr evaluates the right only then).
+func (v *identVisitor) guardAfterTest(n *ast.BinaryNode) {
+	switch n.Operator {
+	case "&&", "and":
+		v.markIdents(n.Right, nonNilIf(n.Left, true))
+	case "||", "or":
+		v.markIdents(n.Right, nonNilIf(n.Left, false))
+	}
+}
+
+// nonNilIf returns the bare names that cond, evaluating to outcome,
+// shows are not nil: x != nil when true, x == nil when false, and so
+// through &&, || and not.
+func nonNilIf(cond ast.Node, outcome bool) []string {
+	switch c := cond.(type) {
+	case *ast.UnaryNode:
+		if c.Operator == "!" || c.Operator == "not" {
+			return nonNilIf(c.Node, !outcome)
+		}
+	case *ast.BinaryNode:
+		switch c.Operator {
+		case "==", "!=":
+			id, ok := c.Left.(*ast.IdentifierNode)
+			_, nilRight := c.Right.(*ast.NilNode)
+			if !ok || !nilRight {
+				id, ok = c.Right.(*ast.IdentifierNode)
+				_, nilLeft := c.Left.(*ast.NilNode)
+				ok = ok && nilLeft
+			}
+			if ok && (c.Operator == "!=") == outcome {
+				return []string{id.Value}
+			}
+		case "&&", "and":
+			if outcome {
+				return append(nonNilIf(c.Left, true), nonNilIf(c.Right, true)...)
+			}
+		case "||", "or":
+			if !outcome {
+				return append(nonNilIf(c.Left, false), nonNilIf(c.Right, false)...)
+			}
+		}
+	}
+	return nil
+}
+
+// markIdents marks as guarded each read of one of names within n.
+func (v *identVisitor) markIdents(n ast.Node, names []string) {
+	if len(names) > 0 {
+		ast.Walk(&n, identMarker{names, v.guardedIdent})
+	}
+}
+
+// identMarker is markIdents' walk.
+type identMarker struct {
+	names []string
+	into  map[*ast.IdentifierNode]bool
+}
+
+func (m identMarker) Visit(n *ast.Node) {
+	if id, ok := (*n).(*ast.IdentifierNode); ok && slices.Contains(m.names, id.Value) {
+		m.into[id] = true
 	}
 }
 

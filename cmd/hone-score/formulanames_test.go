@@ -201,3 +201,45 @@ func TestFormulaNilTestThenRead(t *testing.T) {
 		t.Fatalf("reward == nil ? reward : 0: exit %d, want 2 saying the reward is null:\n%s", r.code, r.stderr)
 	}
 }
+
+// TestFormulaInComponentsThenRead: "env" in components ? env : 0 reads the
+// bare env only where the row has that component, which the test shows:
+// it failed every row without env ("no component named env"), the test
+// it was written with not counted, as a nil test was not.
+func TestFormulaInComponentsThenRead(t *testing.T) {
+	dir := t.TempDir()
+	in := scenario(t, dir, "in.parquet", 0, 1, 2)
+	gs := readBack(t, in)
+	gs[0].Trajectories[1].Reward = nil
+	p := filepath.Join(dir, "null.parquet")
+	if err := trajectory.WriteFile(context.Background(), p, gs, trajectory.WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		src        string
+		win, other float64
+	}{
+		{`"env" in components ? env + 1 : 0`, 2, 0},
+		{`"env" not in components ? 3 : env`, 1, 3},
+		{`"env" in components && env > 0`, 1, 0},
+	} {
+		out := filepath.Join(dir, "out.parquet")
+		r := runBin(t, nil, nil, "-o", out, "--scorer", "final=formula:"+c.src, p)
+		if r.code != 0 {
+			t.Errorf("%s: exit %d, want 0:\n%s", c.src, r.code, r.stderr)
+			continue
+		}
+		got := readBack(t, out)[0].Trajectories
+		for i, want := range []float64{c.win, c.other} {
+			if v, ok := component(got[i], "final"); !ok || v != want {
+				t.Errorf("%s: row %d final = %v (%v), want %v", c.src, i, v, ok, want)
+			}
+		}
+	}
+	// "env" in metrics shows a metric, not the env component: the bare
+	// env is still checked on every row.
+	r := runBin(t, nil, nil, "-o", filepath.Join(dir, "bad.parquet"), "--scorer", `final=formula:"env" in metrics ? env : 0`, p)
+	if r.code != 2 || !strings.Contains(r.stderr, `no component named "env"`) {
+		t.Fatalf(`"env" in metrics ? env : 0: exit %d, want 2 saying the row has no env component:%s`, r.code, r.stderr)
+	}
+}

@@ -30,8 +30,9 @@
 // guards is nil when missing, as expr gives it: metrics["x"] ?? 0,
 // metrics?.x, metrics.x == nil, "x" in metrics; so is a bare name
 // (reward ?? 0, env == nil) when every read of it is guarded, a read
-// that only a nil test showing it there leads to included
-// (reward == nil ? 0 : reward, reward != nil && reward > 0). Any other
+// that only a test showing it there leads to included
+// (reward == nil ? 0 : reward, reward != nil && reward > 0,
+// "env" in components ? env : 0). Any other
 // bare name must be on every row; a lookup only when it is read, so one in a branch not taken
 // (metadata["env"] == "guess" ? metrics.solved : metrics.won) or right of
 // a ?? whose left is there may be missing.

@@ -154,8 +154,8 @@ func (v *identVisitor) guardAfterTest(n *ast.BinaryNode) {
 }
 
 // nonNilIf returns the bare names that cond, evaluating to outcome,
-// shows are not nil: x != nil when true, x == nil when false, and so
-// through &&, || and not.
+// shows are there: x != nil or "x" in components when true, x == nil or
+// "x" not in components when false, and so through &&, || and not.
 func nonNilIf(cond ast.Node, outcome bool) []string {
 	switch c := cond.(type) {
 	case *ast.UnaryNode:
@@ -174,6 +174,15 @@ func nonNilIf(cond ast.Node, outcome bool) []string {
 			}
 			if ok && (c.Operator == "!=") == outcome {
 				return []string{id.Value}
+			}
+		case "in", "not in":
+			// "x" in components: the bare x, which a component of that
+			// name is, is there (not so "x" in metrics, where x may be
+			// a name the chain writes, nor reward, the reward so far).
+			key, isKey := c.Left.(*ast.StringNode)
+			m, isMap := c.Right.(*ast.IdentifierNode)
+			if isKey && isMap && m.Value == "components" && key.Value != rewardName && (c.Operator == "in") == outcome {
+				return []string{key.Value}
 			}
 		case "&&", "and":
 			if outcome {
@@ -391,7 +400,7 @@ func (s *Scorer) Eval(t *trajectory.Trajectory) (float64, error) {
 	env["metrics"], env["components"], env["metadata"] = metrics, comps, meta
 	for _, n := range s.names {
 		if _, ok := env[n]; !ok && !slices.Contains(s.must, n) {
-			env[n] = nil // guarded wherever it is read: reward ?? 0
+			env[n] = nil // every read guarded: reward ?? 0, or behind a test showing it there
 		}
 	}
 	for _, n := range s.must {

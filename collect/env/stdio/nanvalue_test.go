@@ -16,7 +16,9 @@ func TestNotJSONNaNOnlyAsValue(t *testing.T) {
 		name, pre string
 		want, not []string
 	}{
-		{"value", `{"messages": [], "metrics": {"loss": NaN}}`, []string{nanHint, `metrics["loss"] is NaN`}, nil},
+		{"value", `{"messages": [], "metrics": {"loss": NaN}}`, []string{nanHint, `metrics["loss"] is NaN`, "a reward or metric must be"}, nil},
+		// Not a reward or metric: the hint does not say it is one.
+		{"content", `{"messages": [{"role": "user", "content": NaN}]}`, []string{nanHint, `messages[0]["content"] is NaN`, "every number must be finite"}, []string{"a reward or metric"}},
 		{"escape", `{"messages": [{"role": "user", "content": "C:\\NaN"}]}`, []string{"in string escape code"}, []string{nanHint}},
 		{"key", `{"messages": [], NaN: 1}`, []string{"object key"}, []string{nanHint}},
 		{"escape-infinity", `{"messages": [{"role": "user", "content": "x\\Infinity"}]}`, []string{"in string escape code"}, []string{nanHint}},

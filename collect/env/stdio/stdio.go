@@ -672,7 +672,11 @@ func notJSON(line []byte) error {
 		// starting "NaN values …" is a print, and gets the print hint
 		// below. The letters elsewhere (a bad escape "\NaN" in a string,
 		// a NaN where a key goes) are no NaN value, and get none.
-		hint = fmt.Sprintf(" (%s is %s: NaN and Infinity are not JSON, though Python's json.dumps writes them for float('nan') and float('inf'): a reward or metric must be a finite number)", nanPath, nanWord)
+		must := "every number must be finite"
+		if nanPath == "reward" || strings.HasPrefix(nanPath, "metrics[") {
+			must = "a reward or metric must be a finite number"
+		}
+		hint = fmt.Sprintf(" (%s is %s: NaN and Infinity are not JSON, though Python's json.dumps writes them for float('nan') and float('inf'): %s)", nanPath, nanWord, must)
 	case start < len(line) && line[start] == '{' && endsInside(line):
 		// The line ends inside the object: its rest is on the lines after
 		// it, as json.dumps(out, indent=2) writes "{" alone on the first.

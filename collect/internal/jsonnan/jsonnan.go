@@ -11,6 +11,7 @@ import (
 	"errors"
 	"io"
 	"strconv"
+	"unicode/utf8"
 )
 
 // Find reports whether err, from decoding raw, failed at a NaN, Infinity
@@ -118,7 +119,7 @@ func pathBefore(prefix []byte) (path string, atValue bool) {
 	path = ""
 	for i, f := range stack {
 		switch {
-		case f.object && i == 0:
+		case f.object && i == 0 && plainName(f.key):
 			path = f.key
 		case f.object:
 			path += "[" + strconv.Quote(f.key) + "]"
@@ -129,5 +130,35 @@ func pathBefore(prefix []byte) (path string, atValue bool) {
 	if path == "" {
 		return "the body", true
 	}
-	return path, true
+	return cut(path), true
+}
+
+// maxPath bounds the path in bytes: it goes into a 400's body and a row's
+// error, and a value 9,000 levels deep, or under a key of megabytes,
+// would make that message as long.
+const maxPath = 200
+
+// cut keeps the last maxPath bytes of path, whole runes, after "…" (the
+// part nearest the value says most of which it is).
+func cut(path string) string {
+	if len(path) <= maxPath {
+		return path
+	}
+	const mark = "…"
+	from := len(path) - (maxPath - len(mark))
+	for from < len(path) && !utf8.RuneStart(path[from]) {
+		from++
+	}
+	return mark + path[from:]
+}
+
+// plainName reports whether a top-level key reads as itself (reward,
+// metrics, _x1): any other is quoted, as "a.b" would read as b of a.
+func plainName(key string) bool {
+	for i, r := range key {
+		if r != '_' && !(r >= 'a' && r <= 'z') && !(r >= 'A' && r <= 'Z') && (i == 0 || !(r >= '0' && r <= '9')) {
+			return false
+		}
+	}
+	return key != ""
 }

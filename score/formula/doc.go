@@ -26,10 +26,13 @@
 // formula may not read a component that a later scorer or the formula
 // itself writes (Scorer.Components; a usage error), which on rows scored
 // before would be the earlier run's value, nor "previous", which the
-// chain writes after every scorer. A lookup the expression
-// guards is nil when missing, as expr gives it: metrics["x"] ?? 0,
-// metrics?.x, metrics.x == nil, "x" in metrics; so is a bare name
-// (reward ?? 0, env == nil) when every read of it is guarded, a read
+// chain writes after every scorer. A lookup is nil when missing, as
+// expr gives it, where that read is guarded: metrics["x"] ?? 0,
+// metrics?.x, metrics.x == nil (each read on its own: the right of
+// (metrics.x ?? 0) + metrics.x must find x); one that a test shows
+// there leads to ("x" in metrics ? metrics.x : 0) is read only then,
+// and needs no guard. A bare name is nil when missing
+// (reward ?? 0, env == nil) where every read of it is guarded, a read
 // that only a test showing it there leads to included
 // (reward == nil ? 0 : reward, reward != nil && reward > 0,
 // "env" in components ? env : 0). Any other

@@ -13,6 +13,7 @@ import (
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/builtin"
+	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
 
@@ -49,7 +50,7 @@ func New(component, src string) (*Scorer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("formula %q does not parse: %v", src, err)
 	}
-	v := &identVisitor{free: map[string]bool{}, bound: map[string]bool{}, guarded: map[lookup]bool{}, keys: map[lookup]bool{},
+	v := &identVisitor{free: map[string]bool{}, bound: map[string]bool{}, guarded: map[file.Location]bool{}, keys: map[lookup]bool{},
 		guardedIdent: map[*ast.IdentifierNode]bool{}}
 	ast.Walk(&tree.Node, v)
 	var names, must []string
@@ -87,7 +88,7 @@ func New(component, src string) (*Scorer, error) {
 	// taken or the right of a ?? whose left is there reads nothing.
 	opts := []expr.Option{
 		expr.Function(needFunc, need),
-		expr.Patch(&needPatcher{unguarded: func(l lookup) bool { return !v.guarded[l] && !v.bound[l.in] }}),
+		expr.Patch(&needPatcher{unguarded: func(l lookup, at file.Location) bool { return !v.guarded[at] && !v.bound[l.in] }}),
 	}
 	for _, n := range names {
 		if _, ok := builtin.Index[n]; ok {
@@ -102,13 +103,15 @@ func New(component, src string) (*Scorer, error) {
 }
 
 // identVisitor collects identifiers, the names bound by let, and the
-// constant keys of metrics and components that are guarded. A key is guarded when
-// the expression says what to do without it (metrics.x ?? 0,
-// metrics?.x, metrics.x == nil, "x" in metrics): a missing one is then
-// nil, as expr gives it, and not an error.
+// reads of constant keys of metrics and components that are guarded. A
+// read is guarded when the expression says there what to do without
+// the key (metrics.x ?? 0, metrics?.x, metrics.x == nil): a missing one
+// is then nil, as expr gives it, and not an error. Each read on its own,
+// by where it stands in the source (the compiled tree is parsed anew):
+// (metrics.x ?? 0) + metrics.x reads x unguarded on the right.
 type identVisitor struct {
 	free, bound map[string]bool
-	guarded     map[lookup]bool
+	guarded     map[file.Location]bool
 	keys        map[lookup]bool // every constant key read, guarded or not
 	// Each identifier read, and those a ?? or nil test guards (reward ??
 	// 0): a bare name read only so may be missing, and is nil then.
@@ -124,10 +127,10 @@ func (v *identVisitor) Visit(n *ast.Node) {
 	case *ast.VariableDeclaratorNode:
 		v.bound[n.Name] = true
 	case *ast.MemberNode:
-		if l, ok := mapKey(n); ok {
+		if l, _, ok := mapKey(n); ok {
 			v.keys[l] = true
 			if n.Optional {
-				v.guarded[l] = true
+				v.guarded[n.Location()] = true
 			}
 		}
 	case *ast.BinaryNode:
@@ -240,15 +243,17 @@ func (m missingKey) Error() string { return fmt.Sprintf("no %s %q", m.in, m.key)
 
 // needPatcher replaces each unguarded metrics["name"] or
 // components["name"] with need("metrics", metrics, "name").
-type needPatcher struct{ unguarded func(lookup) bool }
+type needPatcher struct {
+	unguarded func(l lookup, at file.Location) bool
+}
 
 func (p *needPatcher) Visit(node *ast.Node) {
 	m, ok := (*node).(*ast.MemberNode)
 	if !ok || m.Optional {
 		return
 	}
-	l, ok := mapKey(m)
-	if !ok || !p.unguarded(l) {
+	l, at, ok := mapKey(m)
+	if !ok || !p.unguarded(l, at) {
 		return
 	}
 	call := &ast.CallNode{
@@ -258,12 +263,15 @@ func (p *needPatcher) Visit(node *ast.Node) {
 	ast.Patch(node, call)
 }
 
-// guard marks the key a binary operation tests for presence.
+// guard marks the reads a binary operation tests for presence. "x" in
+// metrics guards none: a read it leads to ("x" in metrics ? metrics.x :
+// 0) runs only where x is there, and need, which each unguarded read
+// becomes, fails only where it is not.
 func (v *identVisitor) guard(n *ast.BinaryNode) {
 	var mark func(m ast.Node)
 	mark = func(m ast.Node) {
-		if l, ok := mapKey(m); ok {
-			v.guarded[l] = true
+		if _, at, ok := mapKey(m); ok {
+			v.guarded[at] = true
 		}
 		if id, ok := m.(*ast.IdentifierNode); ok {
 			v.guardedIdent[id] = true
@@ -289,13 +297,6 @@ func (v *identVisitor) guard(n *ast.BinaryNode) {
 		mark(n.Left)
 	case (n.Operator == "==" || n.Operator == "!=") && leftNil:
 		mark(n.Right)
-	case n.Operator == "in" || n.Operator == "not in":
-		// "x" in metrics, or in keys(metrics), or in a list of names:
-		// a test for x, whatever it is tested against.
-		if key, ok := n.Left.(*ast.StringNode); ok {
-			v.guarded[lookup{"metrics", key.Value}] = true
-			v.guarded[lookup{"components", key.Value}] = true
-		}
 	}
 }
 
@@ -305,21 +306,22 @@ func (v *identVisitor) guard(n *ast.BinaryNode) {
 func lookupMap(name string) bool { return name == "metrics" || name == "components" }
 
 // mapKey returns the map and key that n reads when it is metrics["key"]
-// or components.key (inside an optional chain too).
-func mapKey(n ast.Node) (lookup, bool) {
+// or components.key (inside an optional chain too), and where in the
+// source the read stands.
+func mapKey(n ast.Node) (lookup, file.Location, bool) {
 	if c, ok := n.(*ast.ChainNode); ok {
 		n = c.Node
 	}
 	m, ok := n.(*ast.MemberNode)
 	if !ok {
-		return lookup{}, false
+		return lookup{}, file.Location{}, false
 	}
 	id, ok := m.Node.(*ast.IdentifierNode)
 	key, isKey := m.Property.(*ast.StringNode)
 	if !ok || !isKey || !lookupMap(id.Value) {
-		return lookup{}, false
+		return lookup{}, file.Location{}, false
 	}
-	return lookup{id.Value, key.Value}, true
+	return lookup{id.Value, key.Value}, m.Location(), true
 }
 
 // ComponentNames makes each of names, read bare, the component of that

@@ -130,6 +130,7 @@ func Run(ctx context.Context, opts Options) error {
 	defer func() {
 		sum.Ruler = rulerCuts(chain, opts, log)
 		rulerIdentical(chain, log)
+		formulaUnseen(chain, log)
 		if n, g, spec := chain.PassedOther(); n > 0 {
 			log.Warn("--only-missing passed through groups that another chain scored: their rows keep that chain's values, this chain was not applied to them (re-score without --only-missing to apply it)",
 				"groups", n, "first", g, "its_chain", spec, "this_chain", chain.Spec)
@@ -208,6 +209,28 @@ func rulerIdentical(c *Chain, log *slog.Logger) {
 	if n > 0 {
 		log.Warn("ruler: groups whose trajectories are all identical; the judge scored one of each on an absolute scale (--log-level debug lists them all)",
 			"groups", n, "first", strings.Join(first, ","))
+	}
+}
+
+// formulaUnseen warns, once per name, of each name a formula read that no
+// row it scored had: read under a guard (judeg ?? 0) such a name is nil,
+// and a misspelt one gives the fallback on every row, where a read
+// without one fails the row. A warning, not an error: a metric may be
+// absent from one run's files and present in another's.
+func formulaUnseen(c *Chain, log *slog.Logger) {
+	for _, s := range c.Scorers {
+		f, ok := s.(*formula.Scorer)
+		if !ok {
+			continue
+		}
+		for _, u := range f.Unseen() {
+			args := []any{"scorer", f.Name(), "name", u.Name, "rows", u.Rows}
+			if u.Closest != "" {
+				args = append(args, "closest", u.Closest)
+			}
+			log.Warn("formula: a name it reads was on no row it scored; where guarded (??, a nil or in test) it read as nil on each: check its spelling",
+				append(args, "rows_have", u.Has)...)
+		}
 	}
 }
 

@@ -38,5 +38,8 @@
 // "env" in components ? env : 0). Any other
 // bare name must be on every row; a lookup only when it is read, so one in a branch not taken
 // (metadata["env"] == "guess" ? metrics.solved : metrics.won) or right of
-// a ?? whose left is there may be missing.
+// a ?? whose left is there may be missing. Such a name, misspelt, is
+// nil on every row and not an error: Scorer.Unseen names each name the
+// expression reads that no row it scored had (hone-score warns of each
+// once a run, with the rows' closest name).
 package formula

@@ -33,6 +33,10 @@ type Scorer struct {
 	// onlyComps are the names that, bare, read only a component
 	// (ComponentNames): never a metric on a row without the component.
 	onlyComps map[string]bool
+	// watch lists the names the expression reads, bare (in "") or looked
+	// up, that seen records the rows' holding of (Unseen).
+	watch []lookup
+	seen  seen
 }
 
 // lookup is one constant key read from the metrics or components map.
@@ -50,7 +54,7 @@ func New(component, src string) (*Scorer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("formula %q does not parse: %v", src, err)
 	}
-	v := &identVisitor{free: map[string]bool{}, bound: map[string]bool{}, guarded: map[file.Location]bool{}, keys: map[lookup]bool{},
+	v := &identVisitor{free: map[string]bool{}, bound: map[string]bool{}, guarded: map[file.Location]bool{}, keys: map[lookup]bool{}, tested: map[lookup]bool{},
 		guardedIdent: map[*ast.IdentifierNode]bool{}}
 	ast.Walk(&tree.Node, v)
 	var names, must []string
@@ -99,7 +103,12 @@ func New(component, src string) (*Scorer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("formula %q does not compile: %v", src, err)
 	}
-	return &Scorer{component: component, src: src, prog: prog, names: names, must: must, comps: comps, lookups: lookups}, nil
+	s := &Scorer{component: component, src: src, prog: prog, names: names, must: must, comps: comps, lookups: lookups,
+		watch: watchNames(names, must, lookups, v.tested)}
+	s.seen.found = make([]bool, len(s.watch))
+	s.seen.left.Store(int64(len(s.watch)))
+	s.seen.metrics, s.seen.comps = map[string]bool{}, map[string]bool{}
+	return s, nil
 }
 
 // identVisitor collects identifiers, the names bound by let, and the
@@ -112,7 +121,10 @@ func New(component, src string) (*Scorer, error) {
 type identVisitor struct {
 	free, bound map[string]bool
 	guarded     map[file.Location]bool
-	keys        map[lookup]bool // every constant key read, guarded or not
+	// tested are the keys some read guards or a test (in, == nil) asks
+	// for: the expression means to go on without them.
+	tested map[lookup]bool
+	keys   map[lookup]bool // every constant key read, guarded or not
 	// Each identifier read, and those a ?? or nil test guards (reward ??
 	// 0): a bare name read only so may be missing, and is nil then.
 	idents       []*ast.IdentifierNode
@@ -131,6 +143,7 @@ func (v *identVisitor) Visit(n *ast.Node) {
 			v.keys[l] = true
 			if n.Optional {
 				v.guarded[n.Location()] = true
+				v.tested[l] = true
 			}
 		}
 	case *ast.BinaryNode:
@@ -270,8 +283,9 @@ func (p *needPatcher) Visit(node *ast.Node) {
 func (v *identVisitor) guard(n *ast.BinaryNode) {
 	var mark func(m ast.Node)
 	mark = func(m ast.Node) {
-		if _, at, ok := mapKey(m); ok {
+		if l, at, ok := mapKey(m); ok {
 			v.guarded[at] = true
+			v.tested[l] = true
 		}
 		if id, ok := m.(*ast.IdentifierNode); ok {
 			v.guardedIdent[id] = true
@@ -297,6 +311,13 @@ func (v *identVisitor) guard(n *ast.BinaryNode) {
 		mark(n.Left)
 	case (n.Operator == "==" || n.Operator == "!=") && leftNil:
 		mark(n.Right)
+	case n.Operator == "in" || n.Operator == "not in":
+		// "x" in metrics, or in keys(metrics), or in a list of names:
+		// a test for x, whatever it is tested against.
+		if key, ok := n.Left.(*ast.StringNode); ok {
+			v.tested[lookup{"metrics", key.Value}] = true
+			v.tested[lookup{"components", key.Value}] = true
+		}
 	}
 }
 
@@ -453,6 +474,7 @@ func (s *Scorer) Eval(t *trajectory.Trajectory) (float64, error) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return 0, fmt.Errorf("formula %q gave %v, not a finite number%s", s.src, f, s.notFinite(t))
 	}
+	s.record(metrics, comps)
 	return f, nil
 }
 

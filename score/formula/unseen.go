@@ -1,0 +1,188 @@
+package formula
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// maxSeenNames caps the metric and component names kept for the hint of
+// an Unseen name: rows naming more are rare, and the hint a few of them.
+const maxSeenNames = 1000
+
+// seen records, over the rows Eval scored, which of the names the
+// expression reads were on any row. A name read under a guard (judeg ??
+// 0, metrics["judeg"] ?? 0) is nil where a row lacks it, not an error:
+// misspelt, it would give the fallback on every row without a word.
+type seen struct {
+	mu    sync.Mutex
+	rows  int64
+	found []bool // per Scorer.watch
+	// left counts the names not yet found: at 0 no warning can come, and
+	// Eval does no more bookkeeping.
+	left           atomic.Int64
+	metrics, comps map[string]bool // names the rows had, for the hint
+}
+
+// Unseen is a name the expression reads that no row it scored had.
+type Unseen struct {
+	Name    string // as the expression reads it: judeg, metrics["judeg"]
+	Rows    int64  // rows scored
+	Closest string // the rows' name nearest in spelling, "" when none is near
+	Has     string // what the rows had: "metrics a, b; components env"
+}
+
+// watchNames lists what record looks for: the names the expression
+// means to go on without. Each bare name that every read guards (one read
+// unguarded fails a row without it), but the reward so far, which no one
+// misspells, and each constant lookup that a read guards or a test asks
+// for (metrics.x ?? 0, "x" in metrics ? metrics.x : 0): not one read only
+// in a branch, which a file may never take (metadata["env"] == "guess" ?
+// metrics.solved : metrics.won).
+func watchNames(names, must []string, lookups []lookup, tested map[lookup]bool) []lookup {
+	var w []lookup
+	for _, n := range names {
+		if n != rewardName && !slices.Contains(must, n) {
+			w = append(w, lookup{"", n})
+		}
+	}
+	for _, l := range lookups {
+		if tested[l] {
+			w = append(w, l)
+		}
+	}
+	return w
+}
+
+// record notes which watched names a row the expression scored has:
+// metrics and comps are its maps as Eval built them.
+func (s *Scorer) record(metrics, comps map[string]any) {
+	if s.seen.left.Load() == 0 {
+		return
+	}
+	s.seen.mu.Lock()
+	defer s.seen.mu.Unlock()
+	s.seen.rows++
+	for i, w := range s.watch {
+		if s.seen.found[i] {
+			continue
+		}
+		_, inComps := comps[w.key]
+		_, inMetrics := metrics[w.key]
+		// A bare name reads a component, or a metric unless the chain
+		// writes the name (ComponentNames).
+		if w.in == "components" && inComps || w.in == "metrics" && inMetrics ||
+			w.in == "" && (inComps || inMetrics && !s.onlyComps[w.key]) {
+			s.seen.found[i] = true
+			s.seen.left.Add(-1)
+		}
+	}
+	for k := range metrics {
+		if len(s.seen.metrics) < maxSeenNames {
+			s.seen.metrics[k] = true
+		}
+	}
+	for k := range comps {
+		if len(s.seen.comps) < maxSeenNames {
+			s.seen.comps[k] = true
+		}
+	}
+}
+
+// Unseen returns the names the expression reads that no row it scored
+// had, in the order of the expression's sorted names, then lookups;
+// none when it scored no row.
+func (s *Scorer) Unseen() []Unseen {
+	s.seen.mu.Lock()
+	defer s.seen.mu.Unlock()
+	if s.seen.rows == 0 {
+		return nil
+	}
+	metrics, comps := sortedKeys(s.seen.metrics), sortedKeys(s.seen.comps)
+	var has []string
+	if len(metrics) > 0 {
+		has = append(has, "metrics "+listSome(metrics))
+	}
+	if len(comps) > 0 {
+		has = append(has, "components "+listSome(comps))
+	}
+	if len(has) == 0 {
+		has = append(has, "no metrics or components")
+	}
+	var out []Unseen
+	for i, w := range s.watch {
+		if s.seen.found[i] {
+			continue
+		}
+		u := Unseen{Name: w.key, Rows: s.seen.rows, Has: strings.Join(has, "; ")}
+		cands := append(slices.Clone(metrics), comps...)
+		switch w.in {
+		case "metrics":
+			cands = metrics
+		case "components":
+			cands = comps
+		}
+		if w.in != "" {
+			u.Name = fmt.Sprintf("%s[%q]", w.in, w.key)
+		}
+		u.Closest = closest(w.key, cands)
+		out = append(out, u)
+	}
+	return out
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// listSome joins names, the first 20 of them: a hint, not an inventory.
+func listSome(names []string) string {
+	const most = 20
+	if len(names) <= most {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s, and %d more", strings.Join(names[:most], ", "), len(names)-most)
+}
+
+// closest returns the candidate nearest name in edit distance, when it is
+// near enough to be a misspelling of it (a third of its length, plus one:
+// judeg for judge), "" otherwise. Ties go to the first in order.
+func closest(name string, cands []string) string {
+	best, bestD := "", 1+len([]rune(name))/3+1
+	for _, c := range cands {
+		if d := editDistance(name, c); d < bestD && c != name {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in runes.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}

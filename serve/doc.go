@@ -106,7 +106,8 @@
 // first served, vLLM's default --scheduling-policy.
 // vLLM's guided decoding (guided_json, guided_choice, guided_regex,
 // guided_grammar, structured_outputs) is a 400 naming the field, not an
-// unconstrained answer; chat's response_format json_schema constrains.
+// unconstrained answer; response_format json_schema constrains, on chat
+// and on completions alike.
 // vLLM's prompt_logprobs k (0 to 20) gives, for each prompt token after
 // the first, its logprob, rank and text and those of the k most likely
 // tokens, as vLLM shapes them (null, then maps from token id; completions

@@ -17,8 +17,17 @@
 // that reads fine but cannot be placed on the backend (Options.Backend out
 // of memory for now) is retried at every poll, logged once. Per run
 // MaxKeep steps stay loaded and are addressable as "<run>@<N>": the current
-// one and the most recently current others. A missing DIR or a bad latest
-// file is logged once, and again only when it changes or comes back.
+// one and the most recently current others. A DIR that has not existed
+// since the registry was made (hone-serve started before hone-train's first
+// step) is said once at info, the base model served meanwhile; a DIR that
+// existed and went, or cannot be read, and a bad latest file are warned
+// once, and again only when the condition changes or comes back.
+//
+// A step whose adapter_config.json base_model_name_or_path names another
+// model than the one served (Options.ModelPath, ModelName) still loads when
+// its shapes match, with one warning while the run's steps keep naming
+// that base: a hub id "Org/Name" and a folder ".../Name" are the same
+// model, and "." (hone-train records --model as given) names none.
 //
 // Lifetime: Resolve hands out a Ref, a hold on the adapter that its user
 // (hone-serve: the engine, until it retired the request's last sequence)

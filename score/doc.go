@@ -42,7 +42,9 @@
 // writes the group as it was read, with the reason in the error field of
 // each row that was to be scored, and counts it; when the judge failed
 // every group it was given, skip and mark still write the output but end
-// with ErrJudgeFailedAll (exit 1). Bad input — a formula naming a metric a row lacks, an env
+// with ErrJudgeFailedAll (exit 1); where that output would replace an
+// input (-o names it), hone-score discards it instead and leaves the
+// input as it was, as it does on an interrupt. Bad input — a formula naming a metric a row lacks, an env
 // reward that is missing or not a finite number — always stops the run (exit 2).
 //
 // Re-runs are cheap and stable: judge verdicts are cached on disk (see

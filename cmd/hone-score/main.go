@@ -46,9 +46,10 @@ under any policy, a judge answering 401, 403 or 404 before it answered any
 call: nothing is written),
 2 bad usage or bad input, 130 interrupted (groups finished before the stop
 are kept). Where -o names an input (re-scoring in place), an interrupted run
-or a judge that failed every group leaves that file as it was, and
---on-judge-error skip is refused with a ruler scorer (exit 2: the groups it
-drops would be lost; use mark, or another -o).
+or a judge that failed every group leaves that file as it was (the summary
+counting 0 rows written), and --on-judge-error skip with a ruler scorer, or
+--shard i/n, is refused (exit 2: the groups they leave out would be lost;
+use mark, or another -o).
 
 Flags:
 `

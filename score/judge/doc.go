@@ -14,7 +14,10 @@
 //     exactly once; it uses only keywords OpenAI's strict mode accepts,
 //     plus an explanation maxLength when SchemaOptions asks for it (off by
 //     default: strict mode does not list maxLength). Parse also accepts
-//     ART's list form, {"scores": [{"trajectory_id", …}]}.
+//     ART's list form, {"scores": [{"trajectory_id", …}]}, and, as ART's
+//     answer model reads them from a judge without structured output, a
+//     score written as a string of decimal text ("0.5"; not hex, Inf or
+//     NaN) and a list's trajectory_id written as a whole number (1, 1.0).
 //   - Fake: an in-memory judge driven by a function, for tests.
 //   - Retry: a decorator that repeats a call whose answer was malformed, or
 //     whose transport failed in a way worth repeating, a bounded number of

@@ -31,6 +31,9 @@
 // Every trajectory must carry a reward, or an error saying why its episode
 // failed: a row with neither was never scored, and the input set is refused
 // as bad input, naming the file, row and group, before anything is written.
+// So is a reward that is infinite or of magnitude above 1e100 (maxReward):
+// the group's standard deviation squares it, and an overflow to +Inf would
+// train the group as zero advantage.
 // So is a trainable turn's sampling logprob that no sampler gives: ±Inf,
 // or above 0 by more than a float rounding (maxLogprob, 1e-3): a
 // probability or a logit in the field would skew the importance ratio.

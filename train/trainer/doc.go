@@ -37,7 +37,10 @@
 // record is a usage error. Where every row records its own, the flag lays
 // out none, so a resume may add or drop it (RowKwargs.MayChange; a job
 // that learns its rows only under the run's lock, grpo --watch-dir,
-// compares the flag once they are read: DeferKwargs).
+// compares the flag once they are read: DeferKwargs). Until some call of
+// the run lays rows out under the flag, the saved config says so
+// (chat_template_kwargs_idle, Options.KwargsIdle), and the first call that
+// does gives the run its value, whatever earlier calls passed.
 //
 // Determinism: a step depends only on the restored state and its step
 // number, and every reduction runs in a fixed order, so a run resumed from

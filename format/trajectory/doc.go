@@ -50,7 +50,9 @@
 // {"messages", "tools"}, "logs", and the group's "group_metadata" and
 // "group_metrics" on each of its lines), so logs from other tools can enter and Hone's
 // files can leave; lines without ids get deterministic ones (see
-// ImportJSONL). ComputeStats (or a StatsBuilder fed group by group)
+// ImportJSONL), and a metric given as null (Python's None: does not apply)
+// is left out of its row, as hone-collect leaves it out, and listed in
+// ImportResult.NullMetrics. ComputeStats (or a StatsBuilder fed group by group)
 // summarizes an input set per step number, per adapter and step that served
 // it, and per environment for hone-inspect.
 //

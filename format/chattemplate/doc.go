@@ -27,7 +27,13 @@
 // round halves to even; int takes a base), and so are the operators +, -, *, **, //, % and / and
 // chained comparisons such as 0 < x < 5, unary - and + (an error on what
 // is no number), and the odd and even tests (on floats too) (pyops.go,
-// pyarith.go).
+// pyarith.go): + and - on what Python does not add (1 + 'a', None + 1)
+// raise jinja2's TypeError (a string and a dict are still joined, for the
+// arguments-as-text re-render), and an undefined operand of +, -, <, >, <= or
+// >= its UndefinedError, where the engine gave a guess, 0 or "". A
+// {% call %} block with parameters passes its body to the macro as a
+// caller macro, bound as jinja2 binds it: defaults, keywords, and no outer
+// variable read for a parameter left out (callblock.go).
 //
 // Templates are compiled with github.com/ardanlabs/jinja, which applies
 // transformers' trim_blocks/lstrip_blocks settings (to the text that
@@ -59,11 +65,14 @@
 // is not seen.
 // Check renders a small conversation once, at load time. Before that, a
 // filter or test that jinja2 has not refuses the template as jinja2's
-// compiler does, except in an {% if %} or an inline if, where jinja2
-// waits for the rendering (names.go), and so do two operands with no comma
+// compiler does, except in an {% if %} or an inline if-expression (that
+// span of a tag alone), where jinja2 waits for the rendering (names.go),
+// and so do two operands with no comma
 // between them inside brackets, f(1 2), which the engine reads as f(1, 2)
 // (commas.go), a test named by what is no name (x is 3) or chained (x is
-// odd is true); string literals side by side are one string, and a string
+// odd is true) or an inline if as the condition of an {% if %} or
+// {% elif %} ({% if A if A else 0 %}, which jinja2's parser refuses);
+// string literals side by side are one string, and a string
 // literal's escapes are Python's (strescape.go: \r, \u00e9, \x41, ...,
 // which the engine kept as written), as in jinja2.
 // A call of one of the template's macros by name with a keyword argument

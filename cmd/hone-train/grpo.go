@@ -79,7 +79,9 @@ modification time (and an object's ETag, a local file's inode) stay those
 recorded when it was hashed. A symbolic link is read as the file it names;
 one whose target does not exist is named in a warning and left for a later
 call. --steps then counts steps per session. DIR may be named another
-way on a later call (relative, absolute, moved): files are known by sha256.`,
+way on a later call (relative, absolute, moved): files are known by sha256.
+A new file holding groups a consumed file trained (a re-scored copy) is
+trained too, with one warning counting them and naming the files.`,
 		Example: `  hone-train grpo --model models/tiny --run ttt --groups-per-step 16 scored/round-*.parquet
   hone-train grpo --model models/tiny --run ttt --loss ppo --epsilon 0.2 --epsilon-high 0.28 --norm tokens scored/
   hone-train grpo --model models/tiny --run ttt --watch-dir scored/

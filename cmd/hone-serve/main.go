@@ -46,9 +46,11 @@ and --enable-lora (plus --max-lora-rank >= the adapters' rank and
 still use stays loaded until they end), and must read the adapters folder at
 the same absolute path: with --adapters s3://… that is --adapters-cache,
 where each published step is pulled (without its optimizer state) before
-vLLM is told to load it. The engine's own flags (--dtype, --compute, --threads,
---max-batch, --max-queue, --prefill-tokens, --kv-cache-bytes, prefix
-caching, --max-tokens, --served-model-name, --request-timeout) are refused
+vLLM is told to load it. The engine's own flags (--dtype, --compute,
+--bf16-kernel, --threads, --device, --cuda-attention, --cuda-sync,
+--cuda-gemm, --max-batch, --max-queue, --prefill-tokens, --kv-cache-bytes,
+prefix caching, --max-tokens, --served-model-name,
+--return-tokens-as-token-ids, --request-timeout) are refused
 with --upstream: set their vLLM counterparts on vllm serve.
 
 Example with vLLM:

@@ -238,7 +238,7 @@ func TestMessageJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Null content reaches a template that takes a string as "", as vLLM
-	// gives it (TestNullContent).
+	// gives it (serve's TestNullContentRendersAsEmpty).
 	tmpl, _ := New(`{{ messages[0].content is string and messages[0].content == "" }}{% for c in messages[0].tool_calls %}|{{ c.function.arguments | tojson }}{% endfor %}`, nil)
 	got, err := tmpl.Render(t.Context(), Input{Messages: []chatmsg.Message{m}})
 	if want := `True|{"b": 1, "a": [2]}|{"y": true, "x": null}|"not json"`; err != nil || got != want {

@@ -416,6 +416,9 @@ func (o *Options) prepare() (scripted bool, policyName string, err error) {
 	if o.GroupSize <= 0 || o.Concurrency <= 0 {
 		return false, "", stageerr.Usagef("--group-size and --concurrency must be positive")
 	}
+	if err := o.checkRanges(); err != nil {
+		return false, "", err
+	}
 	switch o.Split {
 	case "", trajectory.SplitTrain, trajectory.SplitVal, trajectory.SplitTest:
 	default:
@@ -451,6 +454,44 @@ func (o *Options) prepare() (scripted bool, policyName string, err error) {
 		}
 	}
 	return scripted, policyName, nil
+}
+
+// checkRanges refuses the negative counts and durations, and the sampling
+// values no server takes, before any episode. Each negative one was read
+// as its unset value without a word (--max-tokens -3 as the server's cap,
+// --max-turns -1 and the timeouts as no limit, --retries -1 as none, a
+// negative --groups as every scenario of the file), and a negative
+// --temperature or a --top-p outside (0, 1], the range of hone-serve and
+// vLLM, failed every episode with the server's 400 only once the run had
+// played them all.
+func (o *Options) checkRanges() error {
+	for _, c := range []struct {
+		flag string
+		v    int
+		want string
+	}{
+		{"--groups", o.Groups, "0 (every scenario of the file) or more"},
+		{"--max-turns", o.MaxTurns, "0 (no limit) or more"},
+		{"--max-tokens", o.Model.MaxTokens, "0 (the server's) or more"},
+		{"--retries", o.Model.Retries, "0 or more"},
+	} {
+		if c.v < 0 {
+			return stageerr.Usagef("%s %d: want %s", c.flag, c.v, c.want)
+		}
+	}
+	if o.Timeout < 0 {
+		return stageerr.Usagef("--episode-timeout %v: want 0 (none) or more", o.Timeout)
+	}
+	if o.Model.RequestTimeout < 0 {
+		return stageerr.Usagef("--request-timeout %v: want 0 (none) or more", o.Model.RequestTimeout)
+	}
+	if t := o.Model.Temperature; t != nil && *t < 0 {
+		return stageerr.Usagef("--temperature %v: want 0 or more", *t)
+	}
+	if p := o.Model.TopP; p != nil && (*p <= 0 || *p > 1) {
+		return stageerr.Usagef("--top-p %v: want more than 0 and at most 1", *p)
+	}
+	return nil
 }
 
 // warnModelFlags warns once, naming them, of the model's flags given

@@ -732,3 +732,41 @@ func TestMaxFailuresStopAdvises(t *testing.T) {
 		})
 	}
 }
+
+// TestNegativeFlagsRefused: a negative count or duration is bad usage,
+// exit 2 naming the flag, before any episode. Each was taken without a
+// word for its unset value (--max-tokens -3 for the server's cap,
+// --max-turns -1 and the timeouts for no limit, --retries -1 for none, a
+// negative --groups for every scenario of the file), and a negative
+// --temperature or a --top-p outside (0, 1] failed every episode with the
+// server's 400 only once the run had played them all.
+func TestNegativeFlagsRefused(t *testing.T) {
+	dir := t.TempDir()
+	scs := filepath.Join(dir, "s.jsonl")
+	if err := os.WriteFile(scs, []byte(`{"id":"a","environment":"guess","payload":{"secret":3,"n":8,"turns":2}}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "o.parquet")
+	// Nothing listens at the base URL: a run that is not refused fails
+	// its episodes at once (no retries), exit 1.
+	base := []string{"--scenarios", scs, "--model", "m", "--base-url", "http://127.0.0.1:1/v1", "--retries", "0", "-o", out}
+	for _, tc := range []struct{ flag, value string }{
+		{"--max-tokens", "-3"},
+		{"--max-turns", "-1"},
+		{"--retries", "-1"},
+		{"--episode-timeout", "-1s"},
+		{"--request-timeout", "-1s"},
+		{"--groups", "-1"},
+		{"--temperature", "-1"},
+		{"--top-p", "0"},
+		{"--top-p", "1.5"},
+	} {
+		r := collectBin(t, append(slices.Clone(base), tc.flag+"="+tc.value)...)
+		if r.code != 2 || !strings.Contains(r.stderr, tc.flag+" "+tc.value) {
+			t.Errorf("%s %s: exit %d, want 2 naming the flag and its value: %s", tc.flag, tc.value, r.code, r.stderr)
+		}
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused run wrote %s (%v)", out, err)
+	}
+}

@@ -93,6 +93,13 @@ func DecodeScenarios(r io.Reader, name string) ([]env.Scenario, error) {
 	br := bufio.NewReader(r)
 	for line := 1; ; line++ {
 		b, err := br.ReadBytes('\n')
+		if line == 1 {
+			// A Windows tool (PowerShell 5's Out-File -Encoding utf8,
+			// Notepad's UTF-8 with BOM) starts the file with a byte-order
+			// mark, no part of the first line, as hone-inspect from-jsonl
+			// reads it.
+			b = bytes.TrimPrefix(b, []byte("\ufeff"))
+		}
 		if len(bytes.TrimSpace(b)) > 0 {
 			var sc env.Scenario
 			dec := json.NewDecoder(bytes.NewReader(b))

@@ -770,3 +770,27 @@ func TestNegativeFlagsRefused(t *testing.T) {
 		t.Errorf("a refused run wrote %s (%v)", out, err)
 	}
 }
+
+// TestScenarioFileWithBOM: a scenario file saved by a Windows tool
+// (PowerShell 5's Out-File -Encoding utf8, Notepad's "UTF-8 with BOM")
+// starts with a byte-order mark and ends its lines in CRLF. It was
+// refused at line 1 with "invalid character 'ï'", where hone-inspect
+// from-jsonl reads the same file; its scenarios are played.
+func TestScenarioFileWithBOM(t *testing.T) {
+	dir := t.TempDir()
+	scs := filepath.Join(dir, "tasks.jsonl")
+	body := "\ufeff" + `{"id":"a","environment":"guess","payload":{"secret":3,"n":8,"turns":4}}` + "\r\n" +
+		`{"id":"b","environment":"guess","payload":{"secret":7,"n":8,"turns":4}}` + "\r\n"
+	if err := os.WriteFile(scs, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "o.parquet")
+	r := collectBin(t, "--scenarios", scs, "-G", "2", "--policy", "scripted:bisect", "-o", out)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	gs := read(t, out)
+	if len(gs) != 2 || gs[0].Trajectories[0].ScenarioID != "a" || gs[1].Trajectories[0].ScenarioID != "b" {
+		t.Fatalf("%d groups: %+v", len(gs), gs)
+	}
+}

@@ -175,10 +175,15 @@ func (o *Options) finish() {
 type Stats struct {
 	Groups, Episodes, Failures int
 	Total                      int // groups planned
-	RewardSum                  float64
-	Rewarded                   int // episodes with a reward
-	Tokens                     int64
-	Elapsed                    time.Duration
+	// ContextCut counts the episodes that ended, without an error, where
+	// the conversation outgrew the model's context (env.Play): a
+	// --max-tokens that leaves a later turn no room cuts every episode
+	// there, which a summary of failures alone does not show.
+	ContextCut int
+	RewardSum  float64
+	Rewarded   int // episodes with a reward
+	Tokens     int64
+	Elapsed    time.Duration
 }
 
 // MeanReward is the mean over rewarded episodes (NaN when none).
@@ -189,8 +194,10 @@ func (s Stats) MeanReward() float64 {
 	return s.RewardSum / float64(s.Rewarded)
 }
 
-// addGroup counts a finished group's episodes.
-func (s *Stats) addGroup(ts []trajectory.Trajectory) {
+// addGroup counts a finished group's episodes; maxTurns is --max-turns,
+// which tells a cut at the context (fewer turns than it allows) from its
+// own.
+func (s *Stats) addGroup(ts []trajectory.Trajectory, maxTurns int) {
 	s.Groups++
 	for i := range ts {
 		t := &ts[i]
@@ -200,6 +207,9 @@ func (s *Stats) addGroup(ts []trajectory.Trajectory) {
 		} else if t.Reward != nil {
 			s.RewardSum += *t.Reward
 			s.Rewarded++
+		}
+		if t.Error == "" && t.Metrics["truncated"] == 1 && (maxTurns <= 0 || t.Metrics["assistant_turns"] < float64(maxTurns)) {
+			s.ContextCut++
 		}
 		for _, m := range t.Messages {
 			s.Tokens += int64(len(m.TokenIDs))
@@ -228,8 +238,12 @@ func (s Stats) String() string {
 	default:
 		reward = "no rewards"
 	}
-	return fmt.Sprintf("%d/%d groups, %d episodes (%d failed) in %.1fs, %.2f episodes/s, %s, %d tokens",
-		s.Groups, s.Total, s.Episodes, s.Failures, s.Elapsed.Seconds(), rate, reward, s.Tokens)
+	cut := ""
+	if s.ContextCut > 0 {
+		cut = fmt.Sprintf(", %d cut at the model's context", s.ContextCut)
+	}
+	return fmt.Sprintf("%d/%d groups, %d episodes (%d failed%s) in %.1fs, %.2f episodes/s, %s, %d tokens",
+		s.Groups, s.Total, s.Episodes, s.Failures, cut, s.Elapsed.Seconds(), rate, reward, s.Tokens)
 }
 
 // summarize hands the final counts to o.Summary, if set.
@@ -345,7 +359,7 @@ func Run(ctx context.Context, o Options) error {
 			// Counted when finished: every finished group is written,
 			// in order now or after a stop below.
 			finished[r.group] = true
-			st.addGroup(pending[r.group])
+			st.addGroup(pending[r.group], o.MaxTurns)
 			for finished[next] {
 				write(next)
 				next++

@@ -794,3 +794,49 @@ func TestScenarioFileWithBOM(t *testing.T) {
 		t.Fatalf("%d groups: %+v", len(gs), gs)
 	}
 }
+
+// TestSummaryCountsContextCuts: episodes cut where the conversation
+// outgrew the model's context (the server's 400 after a turn, ended as
+// --max-turns ends one, no error) are said in the summary. A --max-tokens
+// that leaves the second turn no room cut every episode after one turn,
+// and the summary read "0 failed" as for a run played to its end. Those
+// --max-turns cut are no news and are not counted.
+func TestSummaryCountsContextCuts(t *testing.T) {
+	base := startServe(t)
+	dir := t.TempDir()
+	// Each step answers with 1200 bytes: with --max-tokens 3000 the
+	// second turn's prompt and completion pass the tiny model's 4096.
+	script := filepath.Join(dir, "grow.py")
+	os.WriteFile(script, []byte(`import sys, json
+for line in sys.stdin:
+    req = json.loads(line)
+    op = req["op"]
+    if op == "hello": r = {"name": "grow", "reward_range": [0, 1]}
+    elif op == "scenarios": r = {"scenarios": [{"id": "s%d" % i} for i in range(req["n"])]}
+    elif op == "reset": r = {"messages": [{"role": "user", "content": "go"}]}
+    else: r = {"messages": [{"role": "user", "content": "x" * 1200}], "reward": 0.5}
+    print(json.dumps(r), flush=True)
+`), 0o644)
+	py := envtest.Python(t, os.Getenv("CI") != "")
+	for _, tc := range []struct {
+		maxTurns string
+		want     string
+	}{
+		{"0", "4 episodes (0 failed, 4 cut at the model's context)"},
+		{"1", "4 episodes (0 failed) in"},
+	} {
+		out := filepath.Join(dir, "o"+tc.maxTurns+".parquet")
+		r := collectBin(t, "--env", "stdio", "--env-opt", "cmd="+py+" -S "+script, "--groups", "2", "-G", "2", "--max-turns", tc.maxTurns,
+			"--model", "tiny", "--base-url", base, "--max-tokens", "3000", "--temperature", "0", "-o", out)
+		if r.code != 0 || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("--max-turns %s: exit %d, want 0 and %q: %s", tc.maxTurns, r.code, tc.want, r.stderr)
+		}
+		for _, g := range read(t, out) {
+			for _, tr := range g.Trajectories {
+				if tr.Error != "" || tr.Metrics["truncated"] != 1 || tr.Metrics["assistant_turns"] != 1 {
+					t.Errorf("--max-turns %s: %s: error %q, metrics %v; want one turn, truncated", tc.maxTurns, tr.ID, tr.Error, tr.Metrics)
+				}
+			}
+		}
+	}
+}

@@ -783,13 +783,17 @@ func refuseUnscripted(e env.Env) error {
 	return nil
 }
 
-// startEpisodes plays every episode on o.Concurrency workers in g and
+// startEpisodes plays every episode on o.Concurrency workers at most in g and
 // returns their results, closed once the workers are done. Workers stop
 // when gctx ends. model is nil when a scripted policy plays.
 func startEpisodes(gctx context.Context, g *errgroup.Group, o Options, scs []env.Scenario, places []int, scEnvs []env.Env, policyName string, model *Model) <-chan result {
 	scripted := model == nil
-	jobs := make(chan job, o.Concurrency)
-	results := make(chan result, o.Concurrency)
+	// No more workers than episodes: a --concurrency far above them
+	// sized the queues and the workers alike, and a run of two episodes
+	// died out of memory.
+	workers := min(o.Concurrency, len(scs)*o.GroupSize)
+	jobs := make(chan job, workers)
+	results := make(chan result, workers)
 	g.Go(func() error {
 		defer close(jobs)
 		for gi := range scs {
@@ -804,7 +808,7 @@ func startEpisodes(gctx context.Context, g *errgroup.Group, o Options, scs []env
 		return nil
 	})
 	var wg sync.WaitGroup
-	for range o.Concurrency {
+	for range workers {
 		wg.Add(1)
 		g.Go(func() error {
 			defer wg.Done()

@@ -840,3 +840,19 @@ for line in sys.stdin:
 		}
 	}
 }
+
+// TestConcurrencyAboveEpisodes: a --concurrency far above the episodes
+// there are (a user's "as many as it takes") plays them, one worker an
+// episode at most. Workers and their queues were sized by the flag alone:
+// a run of two episodes died of "fatal error: out of memory" with a
+// goroutine dump.
+func TestConcurrencyAboveEpisodes(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "o.parquet")
+	r := collectBin(t, "--env", "guess", "--groups", "1", "-G", "2", "--concurrency", "1099511627776", "--policy", "scripted", "-o", out)
+	if r.code != 0 || !strings.Contains(r.stderr, "1/1 groups, 2 episodes (0 failed)") {
+		t.Fatalf("exit %d: %.2000s", r.code, r.stderr)
+	}
+	if gs := read(t, out); len(gs) != 1 || len(gs[0].Trajectories) != 2 {
+		t.Fatalf("%d groups written", len(gs))
+	}
+}

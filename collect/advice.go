@@ -39,6 +39,12 @@ func failureCause(o Options, scripted bool, t *errorTally, failures int) string 
 	if t.promptFull > 0 && t.promptFull == failures {
 		return promptAdvice("every episode", t.promptMsg)
 	}
+	// No model call of any episode failed (an episode may have made
+	// none, failing as it started): the endpoint and the model are not
+	// the cause.
+	if t.envFail == failures {
+		return "no model call failed; check the environment (its program or server, --env, --env-opt) and the scenarios"
+	}
 	where := o.Model.BaseURL
 	if where == "" {
 		where = "api.openai.com (no --base-url or $OPENAI_BASE_URL given)"

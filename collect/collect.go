@@ -264,9 +264,8 @@ type result struct {
 	// stop, and is left out. One that failed before is kept, whenever
 	// Run takes it.
 	cut bool
-	// promptFull: the episode failed at its first model call, refused
-	// for the model's context (runEpisode).
-	promptFull bool
+	// fail: where the episode failed (runEpisode).
+	fail failKind
 }
 
 // Run plays GroupSize episodes of each scenario and writes the finished
@@ -347,7 +346,7 @@ func Run(ctx context.Context, o Options) error {
 		counts[r.group]++
 		if r.t.Error != "" {
 			failed++
-			tally.add(r.t.Error, r.t.ScenarioID, r.promptFull)
+			tally.add(r.t.Error, r.t.ScenarioID, r.fail)
 			o.Log.Warn("episode failed", "trajectory", r.t.ID, "scenario", r.t.ScenarioID, "error", r.t.Error)
 			if maxFail >= 0 && failed > maxFail {
 				cancel(tooManyFailures(o, scripted, &tally, failed, succeeded, maxFail, len(scs)*o.GroupSize))
@@ -550,6 +549,9 @@ type errorTally struct {
 	// error, whose words may give the sizes (failureAdvice).
 	promptFull int
 	promptMsg  string
+	// envFail counts the errors of episodes that failed in the
+	// environment while the model answered every call.
+	envFail int
 }
 
 const maxDistinct = 64
@@ -557,14 +559,17 @@ const maxDistinct = 64
 // scenarioMark stands for the scenario's id in a counted error text.
 const scenarioMark = "<scenario>"
 
-// add counts msg, the error of an episode of scenario id; promptFull:
-// its first model call was refused for the model's context.
-func (t *errorTally) add(msg, id string, promptFull bool) {
-	if promptFull {
+// add counts msg, the error of an episode of scenario id that failed
+// where fail says.
+func (t *errorTally) add(msg, id string, fail failKind) {
+	switch fail {
+	case failPromptFull:
 		if t.promptFull == 0 {
 			t.promptMsg = msg
 		}
 		t.promptFull++
+	case failEnv:
+		t.envFail++
 	}
 	if t.count == nil {
 		t.count, t.first, t.many = map[string]int{}, map[string]string{}, map[string]bool{}
@@ -832,7 +837,7 @@ func startEpisodes(gctx context.Context, g *errgroup.Group, o Options, scs []env
 				} else {
 					pol = model.Policy(seed)
 				}
-				t, promptFull := runEpisode(gctx, o, scEnvs[j.group], scs[j.group], pol, seed)
+				t, fail := runEpisode(gctx, o, scEnvs[j.group], scs[j.group], pol, seed)
 				cut := t.Error != "" && gctx.Err() != nil
 				if c, ok := pol.(io.Closer); ok {
 					c.Close() // scripted policies backed by a process
@@ -846,7 +851,7 @@ func startEpisodes(gctx context.Context, g *errgroup.Group, o Options, scs []env
 				// leaves out. Judged here, when the episode ended, not
 				// when Run takes it: a failure from before the stop,
 				// taken after it, was lost with its group.
-				results <- result{j, t, cut, promptFull}
+				results <- result{j, t, cut, fail}
 			}
 			return nil
 		})
@@ -968,11 +973,39 @@ func failureLimit(s string, episodes int) (int, error) {
 	return int(f * float64(episodes)), nil
 }
 
+// failKind says where an episode failed, for the advice of a run whose
+// episodes all did (failureCause).
+type failKind int
+
+const (
+	failOther failKind = iota // the model's calls, a timeout, or no failure
+	// failPromptFull: the episode failed at its first model call, refused
+	// for the model's context (env.Play fails with env.ErrContextFull
+	// only there; later it cuts the episode).
+	failPromptFull
+	// failEnv: the environment failed (start, reset, step or close)
+	// while every model call was answered.
+	failEnv
+)
+
+// watchedPolicy records whether its policy failed: an episode that
+// failed otherwise failed in the environment.
+type watchedPolicy struct {
+	env.Policy
+	failed bool
+}
+
+func (p *watchedPolicy) Act(ctx context.Context, msgs []trajectory.Message, tools []trajectory.Tool) (trajectory.Message, error) {
+	m, err := p.Policy.Act(ctx, msgs, tools)
+	if err != nil {
+		p.failed = true
+	}
+	return m, err
+}
+
 // runEpisode plays one episode and records it. It never fails: an error
-// becomes the row's Error. promptFull: the episode failed at its first
-// model call, refused for the model's context (env.Play fails with
-// env.ErrContextFull only there; later it cuts the episode).
-func runEpisode(ctx context.Context, o Options, e env.Env, sc env.Scenario, pol env.Policy, seed int64) (_ trajectory.Trajectory, promptFull bool) {
+// becomes the row's Error, and the failKind says where it came from.
+func runEpisode(ctx context.Context, o Options, e env.Env, sc env.Scenario, pol env.Policy, seed int64) (trajectory.Trajectory, failKind) {
 	t := trajectory.Trajectory{
 		Run: o.Run, Model: o.Model.Model, ScenarioID: sc.ID, Split: sc.Split, Env: e.Name(),
 		CreatedAt: time.Now().UTC(), StartedAt: time.Now().UTC(),
@@ -992,13 +1025,22 @@ func runEpisode(ctx context.Context, o Options, e env.Env, sc env.Scenario, pol 
 		epCtx, cancel = context.WithTimeout(ctx, o.Timeout)
 		defer cancel()
 	}
+	// An environment's failure, not a stop or the episode's timeout,
+	// which the model's calls may have spent.
+	envFailed := func() failKind {
+		if ctx.Err() == nil && epCtx.Err() == nil {
+			return failEnv
+		}
+		return failOther
+	}
 	ep, err := e.NewEpisode(epCtx, sc, seed)
 	if err != nil {
 		t.Error = fmt.Sprintf("start episode: %v", err)
 		t.FinishedAt = time.Now().UTC()
-		return t, false
+		return t, envFailed()
 	}
-	res, err := env.Play(epCtx, ep, pol, o.MaxTurns)
+	watched := &watchedPolicy{Policy: pol}
+	res, err := env.Play(epCtx, ep, watched, o.MaxTurns)
 	if cerr := ep.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("close episode: %w", cerr)
 	}
@@ -1016,10 +1058,16 @@ func runEpisode(ctx context.Context, o Options, e env.Env, sc env.Scenario, pol 
 			err = fmt.Errorf("episode timeout after %v: %w", o.Timeout, err)
 		}
 		t.Error = err.Error()
-		return t, ctx.Err() == nil && errors.Is(err, env.ErrContextFull)
+		switch {
+		case ctx.Err() == nil && errors.Is(err, env.ErrContextFull):
+			return t, failPromptFull
+		case !watched.failed:
+			return t, envFailed()
+		}
+		return t, failOther
 	}
 	t.Reward = trajectory.Float64(res.Outcome.Reward)
-	return t, false
+	return t, failOther
 }
 
 // scriptedName is the scripted policy an episode of e plays, if any.

@@ -856,3 +856,34 @@ func TestConcurrencyAboveEpisodes(t *testing.T) {
 		t.Fatalf("%d groups written", len(gs))
 	}
 }
+
+// TestEnvironmentFailuresBlameTheEnvironment: when every episode failed
+// in the environment (a program that exits mid-episode) while the model
+// answered each call, the advice names the environment, not the
+// endpoint: "check that URL is up and serves model" sent the user to a
+// server that had answered every turn.
+func TestEnvironmentFailuresBlameTheEnvironment(t *testing.T) {
+	base := startServe(t)
+	dir := t.TempDir()
+	script := filepath.Join(dir, "quit.py")
+	os.WriteFile(script, []byte(`import sys, json
+for line in sys.stdin:
+    req = json.loads(line)
+    op = req["op"]
+    if op == "hello": r = {"name": "quit", "reward_range": [0, 1]}
+    elif op == "scenarios": r = {"scenarios": [{"id": "s%d" % i} for i in range(req["n"])]}
+    elif op == "reset": r = {"messages": [{"role": "user", "content": "go"}]}
+    else: sys.exit(3)
+    print(json.dumps(r), flush=True)
+`), 0o644)
+	py := envtest.Python(t, os.Getenv("CI") != "")
+	out := filepath.Join(dir, "o.parquet")
+	r := collectBin(t, "--env", "stdio", "--env-opt", "cmd="+py+" -S "+script, "--groups", "2", "-G", "2",
+		"--model", "tiny", "--base-url", base, "--max-tokens", "4", "-o", out)
+	if r.code != 1 || !strings.Contains(r.stderr, "every episode failed (4 of 4)") || !strings.Contains(r.stderr, "exit status 3") {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stderr, "is up and serves model") || !strings.Contains(r.stderr, "no model call failed; check the environment") {
+		t.Errorf("advice blames the endpoint, want the environment: %s", r.stderr)
+	}
+}

@@ -431,11 +431,12 @@ func (e *ArgError) Error() string {
 	if e.Arg == "" {
 		return e.Err.Error()
 	}
-	arg := e.Arg
 	if !e.query {
-		arg = DisplayName(arg)
+		return fmt.Sprintf("%q: %v", DisplayName(e.Arg), e.Err)
 	}
-	return fmt.Sprintf("%q: %v", arg, e.Err)
+	// The driver's own error may quote the URL with its query too.
+	r := querySecrets(e.Arg)
+	return fmt.Sprintf("%q: %s", r.Replace(e.Arg), r.Replace(e.Err.Error()))
 }
 
 // Unwrap returns the wrapped error.

@@ -75,18 +75,20 @@ func (r *remoteOut) start(ctx context.Context, o *trainer.Options, log *slog.Log
 		return func(err error) error { return err }, nil
 	}
 	remote := fileset.Join(o.Out, o.Name)
+	// shown is remote as the log names it: a password in its query masked.
+	shown := fileset.RedactURL(remote)
 	// Pull takes a latest it cannot find for a run not published yet, and
 	// so would a bucket that is not there (a typo): the run would train to
 	// its end and fail only at its publish. A listing of a missing bucket
 	// fails, of an empty folder does not.
 	if _, err := fileset.ListDirs(ctx, remote); err != nil {
-		return nil, fmt.Errorf("--out %s: %w", o.Out, err)
+		return nil, fmt.Errorf("--out %s: %w", fileset.RedactURL(o.Out), err)
 	}
 	// Credentials that may only read failed only the publish at the end
 	// of the run (each earlier one warned and was retried): a write is
 	// tried now, before any training.
 	if err := runfolder.CheckWritable(ctx, remote); err != nil {
-		return nil, fmt.Errorf("--out %s: %w", o.Out, err)
+		return nil, fmt.Errorf("--out %s: %w", fileset.RedactURL(o.Out), err)
 	}
 	cache := r.cache
 	temporary := cache == ""
@@ -119,13 +121,13 @@ func (r *remoteOut) start(ctx context.Context, o *trainer.Options, log *slog.Log
 	}
 	o.RunLocked = true
 	if len(pulled) > 0 {
-		log.Info("pulled the published run", "from", remote, "to", local, "steps", pulled)
+		log.Info("pulled the published run", "from", shown, "to", local, "steps", pulled)
 	}
 	o.OutLocal = cache
 	publish := func(ctx context.Context) error {
 		steps, err := runfolder.Publish(ctx, local, remote)
 		if len(steps) > 0 {
-			log.Info("published", "to", remote, "steps", steps)
+			log.Info("published", "to", shown, "steps", steps)
 		}
 		return err
 	}
@@ -157,9 +159,9 @@ func (r *remoteOut) start(ctx context.Context, o *trainer.Options, log *slog.Log
 			// The local folder holds the only copy of what is unpublished:
 			// it stays, and the log says where.
 			if runErr == nil {
-				return fmt.Errorf("publish %s (the run stays in %s): %w", remote, local, err)
+				return fmt.Errorf("publish %s (the run stays in %s): %w", shown, local, err)
 			}
-			log.Error("publish failed", "to", remote, "run", local, "err", err)
+			log.Error("publish failed", "to", shown, "run", local, "err", err)
 			return runErr
 		}
 		// Everything is in the object store: a temporary folder of ours

@@ -50,13 +50,15 @@ func (r *remoteAdapters) start(ctx context.Context, adapters *string, every time
 		return func() {}, nil
 	}
 	remote := *adapters
+	// shown is remote as the log names it: a password in its query masked.
+	shown := fileset.RedactURL(remote)
 	cache := r.cache
 	temporary := cache == ""
 	if temporary {
 		if cache, err = os.MkdirTemp("", "hone-serve-adapters-*"); err != nil {
 			return nil, err
 		}
-		log.Info("pulling adapters into a temporary folder (set --adapters-cache to choose it)", "from", remote, "into", cache)
+		log.Info("pulling adapters into a temporary folder (set --adapters-cache to choose it)", "from", shown, "into", cache)
 	} else if err := os.MkdirAll(cache, 0o755); err != nil {
 		return nil, err
 	}
@@ -99,7 +101,7 @@ func (r *remoteAdapters) start(ctx context.Context, adapters *string, every time
 				// and updated: it is passed over, as a local adapters
 				// folder's broken run is, and tried at the next poll.
 				if !broken[name] {
-					log.Warn("cannot pull the run; the steps pulled before keep serving, tried at each poll, not warned about again until it pulls", "run", name, "from", run, "err", err)
+					log.Warn("cannot pull the run; the steps pulled before keep serving, tried at each poll, not warned about again until it pulls", "run", name, "from", fileset.RedactURL(run), "err", err)
 				}
 				broken[name] = true
 				continue
@@ -138,6 +140,7 @@ func (r *remoteAdapters) start(ctx context.Context, adapters *string, every time
 // pollAdapters calls pull (start's poll of the store) every period until
 // ctx ends.
 func pollAdapters(ctx context.Context, every time.Duration, pull func(context.Context) error, remote string, log *slog.Logger) {
+	shown := fileset.RedactURL(remote)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	// failing: the last poll failed as a whole (the store
@@ -155,10 +158,10 @@ func pollAdapters(ctx context.Context, every time.Duration, pull func(context.Co
 			switch {
 			case ctx.Err() != nil:
 			case err != nil && !failing:
-				log.Warn("pulling adapters failed; tried at each poll, not warned about again until it pulls", "from", remote, "err", err)
+				log.Warn("pulling adapters failed; tried at each poll, not warned about again until it pulls", "from", shown, "err", err)
 				failing = true
 			case err == nil && failing:
-				log.Info("pulling adapters works again", "from", remote)
+				log.Info("pulling adapters works again", "from", shown)
 				failing = false
 			}
 		}

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hone-rl/hone/internal/fakes3d"
+)
+
+// TestAdaptersLogHidesEndpointPassword: --adapters naming a store by an
+// endpoint with a user and password (http://user:PASSWORD@minio:9000)
+// has the password masked where the log names the store. The
+// Deployment's log printed it at start.
+func TestAdaptersLogHidesEndpointPassword(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	s3 := fakes3d.StartTest(t, "hone")
+	const secret = "PWSECRET77"
+	adapters := strings.Replace(s3.URL("hone", "adapters"), "endpoint=http://", "endpoint=http://me:"+secret+"@", 1)
+	var log bytes.Buffer
+	var r remoteAdapters
+	stop, err := r.start(context.Background(), &adapters, 10*time.Millisecond, 0, slog.New(slog.NewTextHandler(&log, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if !strings.Contains(log.String(), "pulling adapters into a temporary folder") {
+		t.Fatalf("the start is not logged:\n%s", log.String())
+	}
+	if strings.Contains(log.String(), secret) {
+		t.Errorf("the log prints the endpoint's password:\n%s", log.String())
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -92,7 +93,12 @@ func runReport(ctx context.Context, a *app, opts reportOptions, args []string) e
 	var in report.Input
 	var manifests []runManifest
 	for _, arg := range args {
-		run, man, sources, err := readRun(ctx, arg)
+		dir, done, err := localRun(ctx, arg)
+		if err != nil {
+			return err
+		}
+		run, man, sources, err := readRun(ctx, dir)
+		done()
 		if err != nil {
 			return err
 		}
@@ -103,7 +109,11 @@ func runReport(ctx context.Context, a *app, opts reportOptions, args []string) e
 		manifests = append(manifests, runManifest{run.Name, man})
 		in.Sources = append(in.Sources, sources...)
 	}
-	nameApart(in.Runs, args)
+	shown := make([]string, len(args))
+	for i, a := range args {
+		shown[i] = fileset.DisplayName(a)
+	}
+	nameApart(in.Runs, shown)
 	for i := range manifests {
 		manifests[i].run = in.Runs[i].Name
 	}
@@ -169,6 +179,37 @@ func trainedFiles(man checkpoint.Manifest, reached int) []checkpoint.FileEntry {
 		}
 	}
 	return out
+}
+
+// localRun is the run folder arg on this machine: a path as it is, a
+// file:// URL's path, or a run that hone-train published to an object
+// store (--out s3://…) pulled into a temporary folder, without its steps'
+// weights and optimizer state, which done removes. report reads a run by
+// its files (checkpoint.Run), which are local.
+func localRun(ctx context.Context, arg string) (dir string, done func(), err error) {
+	if !fileset.IsURL(arg) {
+		if strings.HasPrefix(arg, "file:") {
+			p, err := fileset.LocalPath(arg)
+			return p, func() {}, cli.BadInput(err)
+		}
+		return arg, func() {}, nil
+	}
+	tmp, err := os.MkdirTemp("", "hone-report-*")
+	if err != nil {
+		return "", nil, err
+	}
+	done = func() { os.RemoveAll(tmp) }
+	name := fileset.DisplayName(arg)
+	dir = filepath.Join(tmp, path.Base(strings.TrimSuffix(name, "/")))
+	steps, err := runfolder.Pull(ctx, arg, dir, runfolder.PullOptions{Skip: func(f string) bool { return f != checkpoint.ConfigName }})
+	if err == nil && len(steps) == 0 {
+		err = cli.BadInputf("%s holds no published run: no %s names a step there", name, runfolder.LatestName)
+	}
+	if err != nil {
+		done()
+		return "", nil, err
+	}
+	return dir, done, nil
 }
 
 // readRun reads a run folder (or its metrics.jsonl named directly): the

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/format/runfolder"
+	"github.com/hone-rl/hone/internal/fakes3d"
+)
+
+// TestReportObjectStoreRun: report takes a run folder that hone-train
+// published to object storage (--out s3://…), as every hone path may be
+// a URL (docs/cluster.md), and draws it as the same run read locally: the
+// run's name, its steps and its latest step's train_config.json. It
+// stat'ed the URL as a local path and failed with "no such file or
+// directory", printing the bucket query. A URL that holds no run says so.
+func TestReportObjectStoreRun(t *testing.T) {
+	dir, tmp := t.TempDir(), t.TempDir()
+	t.Setenv("TMPDIR", tmp) // where a pulled copy would stay
+	local, _, _ := writeRunFolder(t, dir, 6)
+	s3 := fakes3d.StartTest(t, "hone")
+	remote := s3.URL("hone", "adapters/r1")
+	if _, err := runfolder.Publish(context.Background(), local, remote); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "report.html")
+	mustRun(t, nil, "report", remote, "-o", out)
+	page, d := readPage(t, out)
+	if len(d.Runs) != 1 || d.Runs[0].Name != "r1" {
+		t.Errorf("runs %+v; want r1", d.Runs)
+	}
+	for _, frag := range []string{"<title>Hone run r1</title>", "6 (step 1 to 6)", "train_config.json of r1 (step 6)"} {
+		if !strings.Contains(page, frag) {
+			t.Errorf("page lacks %q", frag)
+		}
+	}
+	if strings.Contains(page, "endpoint=") {
+		t.Errorf("page shows the bucket query")
+	}
+
+	r := run(t, nil, "report", s3.URL("hone", "adapters/none"), "-o", out)
+	if r.code != 2 || !strings.Contains(r.stderr, "s3://hone/adapters/none") || strings.Contains(r.stderr, "endpoint=") {
+		t.Errorf("a URL without a run: exit %d\n%s\nwant 2, naming it without its query", r.code, r.stderr)
+	}
+	if names, _ := os.ReadDir(tmp); len(names) > 0 {
+		t.Errorf("%d entries stay in $TMPDIR, first %s", len(names), names[0].Name())
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"gocloud.dev/blob"
 )
 
 // Join appends path elements to a folder name, a local path or a URL: a
@@ -235,6 +237,43 @@ func CheckBucket(ctx context.Context, name string) error {
 	defer release()
 	if there, err := b.IsAccessible(ctx); err == nil && !there {
 		return &ArgError{Arg: name, query: true, Err: &noBucketError{bucket: n.prefix}}
+	}
+	return nil
+}
+
+// CheckOutputObject refuses, for an object-store URL, an output name that
+// is a folder there: objects are under NAME/ (an object NAME beside them,
+// left by such a run, does not make it less of one). A
+// local folder cannot be written as a file (Create says "is a
+// directory"); an object beside a folder can, and was: -o s3://b/round,
+// meant as the folder of a sharded stage's parts, wrote one object
+// "round" that no folder input reads, which every shard replaced. Nil for
+// a local name, and where the store cannot be asked (the upload will
+// meet that failure). It checks the bucket first, as CheckBucket does, on
+// the same client: one connection for both questions, not one each.
+func CheckOutputObject(ctx context.Context, name string) error {
+	st, err := storeFor(name)
+	if err != nil {
+		return err
+	}
+	s, ok := st.(blobStore)
+	if !ok {
+		return nil
+	}
+	n, b, release, err := s.openBlob(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if there, err := b.IsAccessible(ctx); err == nil && !there {
+		return &ArgError{Arg: name, query: true, Err: &noBucketError{bucket: n.prefix}}
+	}
+	if n.isDir() {
+		return nil
+	}
+	objs, _, err := b.ListPage(ctx, blob.FirstPageToken, 1, &blob.ListOptions{Prefix: n.key + "/"})
+	if err == nil && len(objs) > 0 {
+		return argErrorf(name, "is a folder (objects are under %s/); name an object, or end the name with / for the parts of a sharded stage", DisplayName(name))
 	}
 	return nil
 }

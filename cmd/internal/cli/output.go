@@ -47,9 +47,10 @@ func OpenOutput(ctx context.Context, path string, stdout io.Writer, binary bool)
 		buf := bufio.NewWriterSize(stdout, 1<<16)
 		return &Output{Name: Stdin, w: buf, buf: buf}, nil
 	}
-	// An object is uploaded at Commit, after the run: a missing bucket is
-	// asked after now, before the run's work.
-	if err := fileset.CheckBucket(ctx, path); err != nil {
+	// An object is uploaded at Commit, after the run: a missing bucket,
+	// or a name that is a folder there, is asked now, before the run's
+	// work.
+	if err := fileset.CheckOutputObject(ctx, path); err != nil {
 		if errors.Is(err, fileset.ErrBadArgument) {
 			return nil, Usage(fmt.Errorf("output %w", err))
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/train/checkpoint"
@@ -78,15 +79,29 @@ rewards that are NaN or infinite, are refused (exit code 2).`,
 	return cmd
 }
 
-func runLogEval(ctx context.Context, a *app, opts logEvalOptions, args []string) error {
-	if opts.Run == "" {
+// checkLocalRun refuses a --run left out, or in an object store:
+// eval.jsonl is written under the run's lock, which is a local file, and
+// hone-train publishes its own folder's files over the store's, so the
+// run's folder to write in is where it trains.
+func checkLocalRun(run string) error {
+	if run == "" {
 		return cli.Usagef("--run DIR is required: the training run folder, e.g. adapters/rl")
 	}
+	if fileset.IsURL(run) {
+		return cli.Usagef("--run %s: a run folder in an object store cannot take eval.jsonl; give the local folder hone-train trains it in (its --out-cache)", fileset.DisplayName(run))
+	}
+	return nil
+}
+
+func runLogEval(ctx context.Context, a *app, opts logEvalOptions, args []string) error {
 	if opts.Step < -1 {
 		return cli.Usagef("--step %d: want a step number, 0 or more", opts.Step)
 	}
 	if err := checkpoint.CheckSplit(opts.Split); err != nil {
 		return cli.Usagef("--%v", err)
+	}
+	if err := checkLocalRun(opts.Run); err != nil {
+		return err
 	}
 	run := &checkpoint.Run{Dir: opts.Run}
 	last, ok, err := run.Latest()

@@ -34,3 +34,22 @@ func TestAdaptersLogHidesEndpointPassword(t *testing.T) {
 		t.Errorf("the log prints the endpoint's password:\n%s", log.String())
 	}
 }
+
+// TestAdaptersDownErrorHidesEndpointPassword: a store that cannot be
+// reached at start fails hone-serve with an error naming --adapters, its
+// endpoint's password masked. "list s3://…?endpoint=…" printed it whole.
+func TestAdaptersDownErrorHidesEndpointPassword(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	for _, kv := range fakes3d.Env(t.TempDir()) {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	const secret = "PWSECRET77"
+	// Port 1: nothing listens there, the connection is refused.
+	adapters := "s3://hone/adapters?endpoint=http://me:" + secret + "@127.0.0.1:1&use_path_style=true&disable_https=true&region=us-east-1"
+	var r remoteAdapters
+	_, err := r.start(context.Background(), &adapters, 10*time.Millisecond, 0, slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "s3://hone/adapters") || strings.Contains(err.Error(), secret) {
+		t.Errorf("start against a store that is down: %v; want an error naming s3://hone/adapters without the password", err)
+	}
+}

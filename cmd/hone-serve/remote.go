@@ -80,7 +80,7 @@ func (r *remoteAdapters) start(ctx context.Context, adapters *string, every time
 	pull := func(ctx context.Context) error {
 		runs, err := fileset.ListDirs(ctx, remote)
 		if err != nil {
-			return fmt.Errorf("list %s: %w", remote, err)
+			return fmt.Errorf("list %s: %w", shown, err)
 		}
 		for _, run := range runs {
 			name, _, _ := strings.Cut(run, "?")

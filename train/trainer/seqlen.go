@@ -70,9 +70,13 @@ func (l *Lengths) Check(e *Example, where string) bool {
 		l.big = append(l.big, where)
 		l.bigMax = max(l.bigMax, n)
 	}
+	// Only a history that trains makes a packed row: grpo --norm art
+	// packs no other (artHistories), however long.
 	widest := 0
 	for _, s := range e.Seqs {
-		widest = max(widest, len(s.IDs))
+		if (&Example{Seqs: []layout.Sequence{s}}).Trainable() > 0 {
+			widest = max(widest, len(s.IDs))
+		}
 	}
 	if l.RowLen > 0 && widest > l.RowLen {
 		l.wide = append(l.wide, where)

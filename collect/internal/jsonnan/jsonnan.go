@@ -10,7 +10,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -116,21 +118,30 @@ func pathBefore(prefix []byte) (path string, atValue bool) {
 	if len(stack) > 0 && stack[len(stack)-1].object && !stack[len(stack)-1].keyed {
 		return "", false
 	}
-	path = ""
-	for i, f := range stack {
+	// From the innermost level out, and only as far as cut keeps: built
+	// from the top, the path was copied once per level, quadratic in the
+	// depth (200 MB for a 45 kB body 9,000 levels deep).
+	var parts []string
+	n := 0
+	for i := len(stack) - 1; i >= 0 && n <= maxPath; i-- {
+		f := stack[i]
+		var p string
 		switch {
 		case f.object && i == 0 && plainName(f.key):
-			path = f.key
+			p = f.key
 		case f.object:
-			path += "[" + strconv.Quote(f.key) + "]"
+			p = "[" + strconv.Quote(f.key) + "]"
 		default:
-			path += "[" + strconv.Itoa(f.index) + "]"
+			p = "[" + strconv.Itoa(f.index) + "]"
 		}
+		parts = append(parts, p)
+		n += len(p)
 	}
-	if path == "" {
+	if len(parts) == 0 {
 		return "the body", true
 	}
-	return cut(path), true
+	slices.Reverse(parts)
+	return cut(strings.Join(parts, "")), true
 }
 
 // maxPath bounds the path in bytes: it goes into a 400's body and a row's

@@ -154,9 +154,12 @@ func listSome(names []string) string {
 
 // closest returns the candidate nearest name in edit distance, when it is
 // near enough to be a misspelling of it (a third of its length, plus one:
-// judeg for judge), "" otherwise. Ties go to the first in order.
+// judeg for judge), "" otherwise. Ties go to the first in order. The
+// edits must leave part of name: n is one edit from k, and no misspelling
+// of it.
 func closest(name string, cands []string) string {
-	best, bestD := "", 1+len([]rune(name))/3+1
+	n := len([]rune(name))
+	best, bestD := "", min(1+n/3+1, n)
 	for _, c := range cands {
 		if d := editDistance(name, c); d < bestD && c != name {
 			best, bestD = c, d

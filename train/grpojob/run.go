@@ -255,16 +255,8 @@ func loadInputs(ctx context.Context, base *trainer.Base, o Options, in *fileset.
 // (no_logprobs) in an info line, so a run on such files trained nothing,
 // wrote its steps and exited 0 without naming the flag that trains them.
 func warnNoLogprobs(gs []group, log *slog.Logger) {
-	if log == nil {
-		return
-	}
-	var rows []string
-	total := 0
-	for _, g := range gs {
-		rows = append(rows, g.NoLogprobs...)
-		total += len(g.Rewards)
-	}
-	if len(rows) == 0 {
+	rows, total := leftOut(gs, func(g group) []string { return g.NoLogprobs })
+	if log == nil || len(rows) == 0 {
 		return
 	}
 	log.Warn(fmt.Sprintf("%d of %d scored trajectories have trainable tokens without a sampling logprob (no token_ids or logprobs in their messages) and are not trained: %s; --allow-no-logprobs trains them with the importance ratio taken as 1",
@@ -279,20 +271,23 @@ func warnNoLogprobs(gs []group, log *slog.Logger) {
 // ART's allow_training_without_logprobs trains plain assistant messages;
 // --allow-no-logprobs does not, so the warning says so.
 func warnNoTrainable(gs []group, log *slog.Logger) {
-	if log == nil {
-		return
-	}
-	var rows []string
-	total := 0
-	for _, g := range gs {
-		rows = append(rows, g.NoTrainable...)
-		total += len(g.Rewards)
-	}
-	if len(rows) == 0 {
+	rows, total := leftOut(gs, func(g group) []string { return g.NoTrainable })
+	if log == nil || len(rows) == 0 {
 		return
 	}
 	log.Warn(fmt.Sprintf("%d of %d scored trajectories have no trainable turn and are not trained: %s; only assistant turns whose message has trainable: true, with the token_ids and logprobs their server sampled, train (hone-collect and the proxy mark them; hone-inspect from-jsonl marks ART's Choices, not plain assistant messages), and --allow-no-logprobs does not make a turn trainable",
 		len(rows), total, listRows(rows)))
+}
+
+// leftOut gathers the rows of gs that which names (left out of training,
+// for one reason) and counts the scored trajectories of gs, for the
+// warnings above.
+func leftOut(gs []group, which func(group) []string) (rows []string, total int) {
+	for _, g := range gs {
+		rows = append(rows, which(g)...)
+		total += len(g.Rewards)
+	}
+	return rows, total
 }
 
 // metricNames are the metrics of a grpo step's row: the loop's, the

@@ -222,23 +222,7 @@ func writeIn(ctx context.Context, c *buckets, name string, data []byte) error {
 // output lost. Another failure of the check (a store that lets this
 // writer put objects but not list them) is left for the upload to meet.
 func CheckBucket(ctx context.Context, name string) error {
-	st, err := storeFor(name)
-	if err != nil {
-		return err
-	}
-	s, ok := st.(blobStore)
-	if !ok {
-		return nil
-	}
-	n, b, release, err := s.openBlob(ctx, name)
-	if err != nil {
-		return err
-	}
-	defer release()
-	if there, err := b.IsAccessible(ctx); err == nil && !there {
-		return &ArgError{Arg: name, query: true, Err: &noBucketError{bucket: n.prefix}}
-	}
-	return nil
+	return checkStoreName(ctx, name, false)
 }
 
 // CheckOutputObject refuses, for an object-store URL, an output name that
@@ -252,6 +236,12 @@ func CheckBucket(ctx context.Context, name string) error {
 // meet that failure). It checks the bucket first, as CheckBucket does, on
 // the same client: one connection for both questions, not one each.
 func CheckOutputObject(ctx context.Context, name string) error {
+	return checkStoreName(ctx, name, true)
+}
+
+// checkStoreName is CheckBucket, and CheckOutputObject's folder check too
+// when output is set, on one client.
+func checkStoreName(ctx context.Context, name string, output bool) error {
 	st, err := storeFor(name)
 	if err != nil {
 		return err
@@ -268,7 +258,7 @@ func CheckOutputObject(ctx context.Context, name string) error {
 	if there, err := b.IsAccessible(ctx); err == nil && !there {
 		return &ArgError{Arg: name, query: true, Err: &noBucketError{bucket: n.prefix}}
 	}
-	if n.isDir() {
+	if !output || n.isDir() {
 		return nil
 	}
 	objs, _, err := b.ListPage(ctx, blob.FirstPageToken, 1, &blob.ListOptions{Prefix: n.key + "/"})

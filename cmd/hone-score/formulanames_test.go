@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"math"
 	"path/filepath"
 	"strings"
@@ -18,16 +17,12 @@ import (
 // either. It now names the row's metric or component and how to read it.
 func TestFormulaNamesWithPunctuation(t *testing.T) {
 	dir := t.TempDir()
-	in := scenario(t, dir, "in.parquet", 0, 1, 2)
-	gs := readBack(t, in)
-	for i := range gs[0].Trajectories {
-		tr := &gs[0].Trajectories[i]
-		tr.Metrics["tool.calls"], tr.Metrics["num-turns"], tr.Metrics["judge/score"] = 2, 3, 0.5
-	}
-	named := filepath.Join(dir, "named.parquet")
-	if err := trajectory.WriteFile(context.Background(), named, gs, trajectory.WriterOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	named := oneGroupEdited(t, dir, "named.parquet", func(gs []trajectory.Group) {
+		for i := range gs[0].Trajectories {
+			tr := &gs[0].Trajectories[i]
+			tr.Metrics["tool.calls"], tr.Metrics["num-turns"], tr.Metrics["judge/score"] = 2, 3, 0.5
+		}
+	})
 	out := filepath.Join(dir, "out.parquet")
 	for _, c := range []struct {
 		scorers []string
@@ -75,16 +70,12 @@ func TestBadInputNamesOneRow(t *testing.T) {
 // reward is null and how to read the metric.
 func TestFormulaRewardNullHidesNoMetric(t *testing.T) {
 	dir := t.TempDir()
-	in := scenario(t, dir, "in.parquet", 0, 1, 2)
-	gs := readBack(t, in)
-	for i := range gs[0].Trajectories {
-		gs[0].Trajectories[i].Metrics["reward"] = 7
-	}
-	gs[0].Trajectories[1].Reward = nil
-	p := filepath.Join(dir, "rw.parquet")
-	if err := trajectory.WriteFile(context.Background(), p, gs, trajectory.WriterOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	p := oneGroupEdited(t, dir, "rw.parquet", func(gs []trajectory.Group) {
+		for i := range gs[0].Trajectories {
+			gs[0].Trajectories[i].Metrics["reward"] = 7
+		}
+		gs[0].Trajectories[1].Reward = nil
+	})
 	r := runBin(t, nil, nil, "-o", filepath.Join(dir, "out.parquet"), "--scorer", "formula:reward * 2", p)
 	if r.code != 2 || !strings.Contains(r.stderr, `trajectory "g0-1"`) || !strings.Contains(r.stderr, "reward is null") ||
 		!strings.Contains(r.stderr, `metrics["reward"]`) {
@@ -98,13 +89,9 @@ func TestFormulaRewardNullHidesNoMetric(t *testing.T) {
 // zero). It names the reward now.
 func TestFormulaNamesNaNReward(t *testing.T) {
 	dir := t.TempDir()
-	in := scenario(t, dir, "in.parquet", 0, 1, 2)
-	gs := readBack(t, in)
-	gs[0].Trajectories[1].Reward = trajectory.Float64(math.NaN())
-	p := filepath.Join(dir, "nan.parquet")
-	if err := trajectory.WriteFile(context.Background(), p, gs, trajectory.WriterOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	p := oneGroupEdited(t, dir, "nan.parquet", func(gs []trajectory.Group) {
+		gs[0].Trajectories[1].Reward = trajectory.Float64(math.NaN())
+	})
 	r := runBin(t, nil, nil, "-o", filepath.Join(dir, "out.parquet"), "--scorer", "formula:reward + win", p)
 	if r.code != 2 || !strings.Contains(r.stderr, `gave NaN, not a finite number; the row's reward is NaN`) {
 		t.Fatalf("exit %d, want 2 naming the NaN reward:\n%s", r.code, r.stderr)
@@ -117,17 +104,13 @@ func TestFormulaNamesNaNReward(t *testing.T) {
 // formula written as told failed again; it names components["reward"].
 func TestFormulaRewardNullNamesComponent(t *testing.T) {
 	dir := t.TempDir()
-	in := scenario(t, dir, "in.parquet", 0, 1, 2)
-	gs := readBack(t, in)
-	for i := range gs[0].Trajectories {
-		tr := &gs[0].Trajectories[i]
-		tr.Reward = nil
-		tr.RewardComponents = append(tr.RewardComponents, trajectory.RewardComponent{Name: "reward", Value: 3})
-	}
-	p := filepath.Join(dir, "rc.parquet")
-	if err := trajectory.WriteFile(context.Background(), p, gs, trajectory.WriterOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	p := oneGroupEdited(t, dir, "rc.parquet", func(gs []trajectory.Group) {
+		for i := range gs[0].Trajectories {
+			tr := &gs[0].Trajectories[i]
+			tr.Reward = nil
+			tr.RewardComponents = append(tr.RewardComponents, trajectory.RewardComponent{Name: "reward", Value: 3})
+		}
+	})
 	r := runBin(t, nil, nil, "-o", filepath.Join(dir, "out.parquet"), "--scorer", "formula:reward * 2", p)
 	if r.code != 2 || !strings.Contains(r.stderr, "reward is null") || !strings.Contains(r.stderr, `components["reward"]`) {
 		t.Fatalf("exit %d, want 2 saying the reward is null and naming components[\"reward\"]:\n%s", r.code, r.stderr)
@@ -141,16 +124,12 @@ func TestFormulaRewardNullNamesComponent(t *testing.T) {
 // now never a metric: the row fails, naming metrics["env"].
 func TestFormulaEnvNeverReadsMetric(t *testing.T) {
 	dir := t.TempDir()
-	in := scenario(t, dir, "in.parquet", 0, 1, 2)
-	gs := readBack(t, in)
-	for i := range gs[0].Trajectories {
-		gs[0].Trajectories[i].Metrics["env"] = 7
-	}
-	gs[0].Trajectories[1].Reward = nil
-	p := filepath.Join(dir, "env.parquet")
-	if err := trajectory.WriteFile(context.Background(), p, gs, trajectory.WriterOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	p := oneGroupEdited(t, dir, "env.parquet", func(gs []trajectory.Group) {
+		for i := range gs[0].Trajectories {
+			gs[0].Trajectories[i].Metrics["env"] = 7
+		}
+		gs[0].Trajectories[1].Reward = nil
+	})
 	r := runBin(t, nil, nil, "-o", filepath.Join(dir, "out.parquet"), "--scorer", "final=formula:env * 2", p)
 	if r.code != 2 || !strings.Contains(r.stderr, `no component named "env"`) || !strings.Contains(r.stderr, `metrics["env"]`) {
 		t.Fatalf("exit %d, want 2 saying the row has no env component and naming metrics[\"env\"]:\n%s", r.code, r.stderr)
@@ -165,13 +144,9 @@ func TestFormulaEnvNeverReadsMetric(t *testing.T) {
 // which the test was written to handle.
 func TestFormulaNilTestThenRead(t *testing.T) {
 	dir := t.TempDir()
-	in := scenario(t, dir, "in.parquet", 0, 1, 2)
-	gs := readBack(t, in)
-	gs[0].Trajectories[1].Reward = nil
-	p := filepath.Join(dir, "null.parquet")
-	if err := trajectory.WriteFile(context.Background(), p, gs, trajectory.WriterOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	p := oneGroupEdited(t, dir, "null.parquet", func(gs []trajectory.Group) {
+		gs[0].Trajectories[1].Reward = nil
+	})
 	for _, c := range []struct {
 		src        string
 		win, other float64
@@ -208,13 +183,9 @@ func TestFormulaNilTestThenRead(t *testing.T) {
 // it was written with not counted, as a nil test was not.
 func TestFormulaInComponentsThenRead(t *testing.T) {
 	dir := t.TempDir()
-	in := scenario(t, dir, "in.parquet", 0, 1, 2)
-	gs := readBack(t, in)
-	gs[0].Trajectories[1].Reward = nil
-	p := filepath.Join(dir, "null.parquet")
-	if err := trajectory.WriteFile(context.Background(), p, gs, trajectory.WriterOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	p := oneGroupEdited(t, dir, "null.parquet", func(gs []trajectory.Group) {
+		gs[0].Trajectories[1].Reward = nil
+	})
 	for _, c := range []struct {
 		src        string
 		win, other float64

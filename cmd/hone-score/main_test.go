@@ -88,6 +88,19 @@ func scenario(t *testing.T, dir, name string, first, n, k int) string {
 	return p
 }
 
+// oneGroupEdited writes dir/name: scenario's one group of two rows
+// (dir/in.parquet), as edit leaves it.
+func oneGroupEdited(t *testing.T, dir, name string, edit func(gs []trajectory.Group)) string {
+	t.Helper()
+	gs := readBack(t, scenario(t, dir, "in.parquet", 0, 1, 2))
+	edit(gs)
+	p := filepath.Join(dir, name)
+	if err := trajectory.WriteFile(context.Background(), p, gs, trajectory.WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func readBack(t *testing.T, path string) []trajectory.Group {
 	t.Helper()
 	gs, err := trajectory.ReadFile(context.Background(), path)

@@ -15,15 +15,11 @@ import (
 // the reward is null, but that the run which scored them kept no env.
 func TestEnvOnRescoredRowWithoutEnvReward(t *testing.T) {
 	dir := t.TempDir()
-	in := scenario(t, dir, "in.parquet", 0, 1, 2)
-	gs := readBack(t, in)
-	for i := range gs[0].Trajectories {
-		gs[0].Trajectories[i].Reward = nil
-	}
-	noEnv := filepath.Join(dir, "noenv.parquet")
-	if err := trajectory.WriteFile(context.Background(), noEnv, gs, trajectory.WriterOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	noEnv := oneGroupEdited(t, dir, "noenv.parquet", func(gs []trajectory.Group) {
+		for i := range gs[0].Trajectories {
+			gs[0].Trajectories[i].Reward = nil
+		}
+	})
 	scored := filepath.Join(dir, "scored.parquet")
 	if r := runBin(t, nil, nil, "-o", scored, "--scorer", "formula:win", noEnv); r.code != 0 {
 		t.Fatalf("first scoring: exit %d:\n%s", r.code, r.stderr)
@@ -43,20 +39,16 @@ func TestEnvOnRescoredRowWithoutEnvReward(t *testing.T) {
 // a reward the row no longer has; it says the reward is null.
 func TestEnvOnRescoredRowWithNullReward(t *testing.T) {
 	dir := t.TempDir()
-	in := scenario(t, dir, "in.parquet", 0, 1, 2)
-	gs := readBack(t, in)
-	for i := range gs[0].Trajectories {
-		gs[0].Trajectories[i].Reward = nil
-	}
-	noEnv := filepath.Join(dir, "noenv.parquet")
-	if err := trajectory.WriteFile(context.Background(), noEnv, gs, trajectory.WriterOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	noEnv := oneGroupEdited(t, dir, "noenv.parquet", func(gs []trajectory.Group) {
+		for i := range gs[0].Trajectories {
+			gs[0].Trajectories[i].Reward = nil
+		}
+	})
 	scored := filepath.Join(dir, "scored.parquet")
 	if r := runBin(t, nil, nil, "-o", scored, "--scorer", "formula:win", noEnv); r.code != 0 {
 		t.Fatalf("first scoring: exit %d:\n%s", r.code, r.stderr)
 	}
-	gs = readBack(t, scored)
+	gs := readBack(t, scored)
 	for i := range gs[0].Trajectories {
 		gs[0].Trajectories[i].Reward = nil
 	}

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -641,8 +642,9 @@ func (s blobStore) Create(ctx context.Context, name string) (Output, error) {
 
 // blobOutput is an object written to a local temporary file first and
 // uploaded by Commit in one request (or one multipart upload), which the
-// store makes visible whole or not at all; the client retries the upload
-// from the file, which it can read again.
+// store makes visible whole or not at all; the upload is retried from the
+// file, which it can read again, and kept in a local file where it fails
+// (Commit).
 type blobOutput struct {
 	ctx  context.Context // Create's: the upload belongs to it
 	c    *buckets        // the buckets it shares (nil: one of its own)
@@ -652,6 +654,9 @@ type blobOutput struct {
 	// named: f still has its name in $TMPDIR, to remove once closed.
 	named bool
 	done  bool
+	// held: the caller holds the bytes (WriteFile), so a failed upload
+	// leaves no copy of them (keep) to clean up after.
+	held bool
 }
 
 // Write stages p. A failure names the output, as writeErr does for a
@@ -673,13 +678,104 @@ func (o *blobOutput) Commit() error {
 	}
 	o.done = true
 	defer o.discard()
-	if _, err := o.f.Seek(0, io.SeekStart); err != nil {
-		return fmt.Errorf("write output %q: %w", DisplayName(o.name), err)
+	err := o.uploadRetried()
+	if err == nil {
+		return nil
 	}
-	if err := o.upload(); err != nil {
+	if o.held {
 		return fmt.Errorf("write output %w", err)
 	}
-	return nil
+	kept, kerr := o.keep()
+	if kerr != nil {
+		return fmt.Errorf("write output %w; its bytes are lost too: %w", err, kerr)
+	}
+	how := "upload it to " + DisplayName(o.name)
+	if strings.HasPrefix(o.name, "s3://") {
+		how = fmt.Sprintf("upload it with `aws s3 cp %s %s`", kept, DisplayName(o.name))
+	}
+	return fmt.Errorf("write output %w; its bytes are kept in %s: %s", err, kept, how)
+}
+
+// uploadRetries is how many times a failed upload is tried again whole,
+// after 1 s and then 4 s: the SDK's own 3 attempts at a request end
+// within seconds, and an output is often the end of hours of work, so a
+// store that is down for longer (503 SlowDown under load, a restart) gets
+// a few seconds more.
+const uploadRetries = 2
+
+// uploadRetried uploads the staged file, tried again where the failure
+// may pass: not for a bad URL, a missing bucket, a refusal or a cancelled
+// context.
+func (o *blobOutput) uploadRetried() error {
+	for try := 0; ; try++ {
+		if _, err := o.f.Seek(0, io.SeekStart); err != nil {
+			return fmt.Errorf("%q: %w", DisplayName(o.name), err)
+		}
+		err := o.upload()
+		if err == nil || try == uploadRetries || o.ctx.Err() != nil || errors.Is(err, ErrBadArgument) {
+			return err
+		}
+		switch gcerrors.Code(err) {
+		case gcerrors.NotFound, gcerrors.PermissionDenied, gcerrors.InvalidArgument, gcerrors.FailedPrecondition:
+			return err
+		}
+		if serr := sleep(o.ctx, time.Second<<(2*try)); serr != nil {
+			return err
+		}
+	}
+}
+
+// keep copies the staged bytes of an output whose upload failed to a
+// local file that stays, and returns its absolute name: in the working
+// directory, where the user looks first, or else in $TMPDIR. Written
+// under a dot name and renamed, it is whole where it exists.
+func (o *blobOutput) keep() (string, error) {
+	base := path.Base(o.n.key)
+	ext := path.Ext(base)
+	pattern := ".hone-unsent-" + strings.TrimSuffix(base, ext) + "-*" + ext
+	var errs []error
+	for _, dir := range []string{".", os.TempDir()} {
+		name, err := o.keepIn(dir, pattern)
+		if err == nil {
+			return name, nil
+		}
+		errs = append(errs, err)
+	}
+	return "", errors.Join(errs...)
+}
+
+// keepIn writes the staged bytes to a new file in dir named after
+// pattern less its leading dot.
+func (o *blobOutput) keepIn(dir, pattern string) (string, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("keep unsent output: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, pattern)
+	if err != nil {
+		return "", fmt.Errorf("keep unsent output: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // gone already once renamed
+	if _, err := o.f.Seek(0, io.SeekStart); err != nil {
+		tmp.Close()
+		return "", fmt.Errorf("keep unsent output: read staged bytes: %w", err)
+	}
+	if _, err := io.Copy(tmp, o.f); err != nil {
+		tmp.Close()
+		return "", fmt.Errorf("keep unsent output in %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return "", fmt.Errorf("keep unsent output in %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return "", fmt.Errorf("keep unsent output in %s: %w", tmp.Name(), err)
+	}
+	name := filepath.Join(dir, strings.TrimPrefix(filepath.Base(tmp.Name()), "."))
+	if err := os.Rename(tmp.Name(), name); err != nil {
+		return "", fmt.Errorf("keep unsent output: %w", err)
+	}
+	return name, nil
 }
 
 // upload copies the temporary file to the object; its errors name it.

@@ -207,6 +207,9 @@ func writeIn(ctx context.Context, c *buckets, name string, data []byte) error {
 		return err
 	}
 	defer out.Abort()
+	if bo, ok := out.(*blobOutput); ok {
+		bo.held = true
+	}
 	if _, err := out.Write(data); err != nil {
 		return fmt.Errorf("write %s: %w", DisplayName(name), err)
 	}

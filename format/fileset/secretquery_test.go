@@ -16,6 +16,7 @@ import (
 func TestArgErrorsHideQuerySecrets(t *testing.T) {
 	s3 := newFaultyS3(t, "bkt")
 	ctx := context.Background()
+	t.Chdir(t.TempDir()) // the failed output's bytes are kept there
 	const secret = "SUPERSECRETKEY42"
 	check := func(what string, err error, wants ...string) {
 		t.Helper()

@@ -100,8 +100,16 @@ func (s *Set) Names() []string {
 	return append([]string(nil), s.names...)
 }
 
-// MarshalJSON writes the names, so a run's saved config lists its inputs.
-func (s *Set) MarshalJSON() ([]byte, error) { return json.Marshal(s.names) }
+// MarshalJSON writes the names, so a run's saved config lists its inputs,
+// with their queries' secrets masked (RedactURL): the config is kept and
+// shown where the store's keys are not. Nothing opens the names it lists.
+func (s *Set) MarshalJSON() ([]byte, error) {
+	names := make([]string, len(s.names))
+	for i, n := range s.names {
+		names[i] = RedactURL(n)
+	}
+	return json.Marshal(names)
+}
 
 // UnmarshalJSON reads names written by MarshalJSON as Files does: taken as
 // they are, with no copy of stdin behind "-".

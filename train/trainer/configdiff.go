@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/train/model"
 )
 
@@ -93,10 +94,13 @@ var pathKeys = []string{"model", "out", "init_adapter", "inputs"}
 // paths, name the same local files in the same order: equal once cleaned
 // (filepath.Clean), or once made absolute from the working directory. A
 // URL (s3://…, file://…) or a value of another shape is equal only as
-// written.
+// written, but for the secrets of a URL's query (fileset.RedactURL).
 func samePaths(a, b any) bool {
 	same := func(p, q string) bool {
-		if p == q {
+		// A URL recorded before its endpoint's password was masked in
+		// train_config.json, or with a password rotated since, names the
+		// same store.
+		if p == q || fileset.RedactURL(p) == fileset.RedactURL(q) {
 			return true
 		}
 		if strings.Contains(p, "://") || strings.Contains(q, "://") || p == "" || q == "" || p == "-" || q == "-" {

@@ -146,7 +146,7 @@ func (l *Loop) current() *savedState {
 // the run.
 func (l *Loop) save(n int, row map[string]float64, st *savedState) error {
 	state := checkpoint.State{Step: n, OptimizerStep: st.updates, Metrics: row, Extra: l.Extra}
-	if err := l.Ckpt.Save(st.adapter, st.moments, state, l.Config); err != nil {
+	if err := l.Ckpt.Save(st.adapter, st.moments, state, savedConfig{l.Config}); err != nil {
 		return err
 	}
 	return l.Ckpt.Prune(l.KeepLast, l.BestMetric, l.BestMax)

@@ -548,7 +548,7 @@ func Setup(ctx context.Context, base *Base, o *Options, config any, resume Resum
 		if o.StepsCrossEpochs && log != nil {
 			log.Info("the run was started before each epoch ended on a step of its own: it keeps its data order, where a step may cross into the next epoch", "run", run.Dir)
 		}
-		now, err := json.MarshalIndent(config, "", "  ")
+		now, err := json.MarshalIndent(savedConfig{config}, "", "  ")
 		if err != nil {
 			return nil, err
 		}

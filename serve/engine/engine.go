@@ -663,6 +663,12 @@ func (e *Engine) compact() {
 // while the batch has room and their KV reservations fit.
 func (e *Engine) admit() {
 	for {
+		// Shutdown may have given up while an admission was stuck in the
+		// backend (a copy of prompt rows): the next ones would ask more of
+		// it (copies, frees) and call Done hooks after it said it gave up.
+		if e.gaveUp() {
+			return
+		}
 		a, ok := e.dequeue()
 		if !ok {
 			return

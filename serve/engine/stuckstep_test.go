@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -198,4 +199,57 @@ func TestGiveUpDuringSampling(t *testing.T) {
 	if !errors.Is(err, ErrClosed) || !errors.Is(err, ErrStepStuck) {
 		t.Fatalf("Next after the give-up: events %+v, done %v, err %v; want ErrClosed and ErrStepStuck", evs, fin, err)
 	}
+}
+
+// copyHangingBackend is a wedgedBackend whose Copy of exactly n floats
+// blocks once armed, until release is closed: a copy of prompt rows from
+// the prefix cache stuck on the device while the engine admits requests.
+type copyHangingBackend struct {
+	*wedgedBackend
+	n       int
+	armed   atomic.Bool
+	inside  atomic.Bool
+	release chan struct{}
+}
+
+func (g *copyHangingBackend) Copy(dst, src []float32, n int) {
+	if g.armed.Load() && n == g.n {
+		g.inside.Store(true)
+		<-g.release
+	}
+	g.wedgedBackend.Copy(dst, src, n)
+}
+
+// TestGiveUpDuringAdmission: when Shutdown gives up on the engine while it
+// is stuck admitting a request (its prompt's rows being copied from the
+// prefix cache), the admission that comes back later admits no more
+// requests: the next one in the queue is not started (its rows freed on a
+// backend that may be wedged, its Done hook called after Shutdown said it
+// gave up), and the engine's goroutine ends. Before, admit went on through
+// the queue once the copy returned.
+func TestGiveUpDuringAdmission(t *testing.T) {
+	be := &copyHangingBackend{wedgedBackend: &wedgedBackend{hangingBackend: &hangingBackend{Backend: ref.New(), release: make(chan struct{})},
+		unwedge: make(chan struct{})}, release: make(chan struct{})}
+	m, tok := tinyOn(t, be)
+	t.Cleanup(func() { close(be.unwedge) })
+	e := New(m, Config{MaxBatch: 2, Tokenizer: tok, PrefixCaching: true, StopGrace: 50 * time.Millisecond})
+	prompt := []int32{72, 101, 108, 108, 111, 32, 119, 111, 114, 108, 100, 33, 10, 71, 117, 101, 115, 115, 58, 32}
+	// Its 21 rows are kept; a prompt sharing 17 of them copies those.
+	run(t, e, &Request{Prompt: prompt, N: 1, Params: Params{MaxTokens: 2, IgnoreEOS: true}})
+	be.n = 17 * m.Config.KVHeads * m.Config.HeadDim
+	stopBlocker := block(t, e, 2)
+	var done atomic.Int64
+	for _, r := range []*Request{
+		{Prompt: append(slices.Clone(prompt[:17]), 63, 63, 63), N: 1, Params: Params{MaxTokens: 3, IgnoreEOS: true}},
+		{Prompt: []int32{33, 34, 35}, N: 1, Params: Params{MaxTokens: 0}},
+	} {
+		r.Done = func() { done.Add(1) }
+		if _, err := e.Submit(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	be.armed.Store(true)
+	stopBlocker()
+	waitfor.Until(t, 10*time.Second, "the admission to be copying kept rows", be.inside.Load)
+	giveUpThenRelease(t, e, be.wedgedBackend, be.release, &done)
 }

@@ -40,10 +40,15 @@ func failureCause(o Options, scripted bool, t *errorTally, failures int) string 
 		return promptAdvice("every episode", t.promptMsg)
 	}
 	// No model call of any episode failed (an episode may have made
-	// none, failing as it started): the endpoint and the model are not
-	// the cause.
+	// none, failing as it started), or only first calls refused for the
+	// context, which the endpoint answered: the endpoint and the model
+	// are not the cause.
 	if t.envFail == failures {
 		return "no model call failed; check the environment (its program or server, --env, --env-opt) and the scenarios"
+	}
+	if t.envFail > 0 && t.envFail+t.promptFull == failures {
+		return fmt.Sprintf("no model call failed but for a prompt too long; check the environment (its program or server, --env, --env-opt) and the scenarios, where %d of the episodes failed; %s",
+			t.envFail, promptAdvice(fmt.Sprintf("%d of the episodes", t.promptFull), t.promptMsg))
 	}
 	where := o.Model.BaseURL
 	if where == "" {

@@ -887,3 +887,42 @@ for line in sys.stdin:
 		t.Errorf("advice blames the endpoint, want the environment: %s", r.stderr)
 	}
 }
+
+// TestPromptAndEnvironmentFailuresBlameNoEndpoint: when every episode
+// failed, some at a first model call refused for the model's context
+// and the rest in the environment, no model call failed otherwise: the
+// advice names the prompt and the environment, not the endpoint. The
+// environment's failures were counted only when they were every one,
+// so this mix was told to "check that URL is up and serves model".
+func TestPromptAndEnvironmentFailuresBlameNoEndpoint(t *testing.T) {
+	base := startServe(t)
+	dir := t.TempDir()
+	script := filepath.Join(dir, "mixed.py")
+	os.WriteFile(script, []byte(`import sys, json
+for line in sys.stdin:
+    req = json.loads(line)
+    op = req["op"]
+    if op == "hello": r = {"name": "mixed", "reward_range": [0, 1]}
+    elif op == "scenarios": r = {"scenarios": [{"id": "s%d" % i} for i in range(req["n"])]}
+    elif op == "reset":
+        long = " ".join(str(i) for i in range(6000)) if req["scenario"]["id"] == "s0" else "go"
+        r = {"messages": [{"role": "user", "content": long}]}
+    else: sys.exit(3)
+    print(json.dumps(r), flush=True)
+`), 0o644)
+	py := envtest.Python(t, os.Getenv("CI") != "")
+	out := filepath.Join(dir, "o.parquet")
+	r := collectBin(t, "--env", "stdio", "--env-opt", "cmd="+py+" -S "+script, "--groups", "2", "-G", "1",
+		"--model", "tiny", "--base-url", base, "--max-tokens", "4", "-o", out)
+	if r.code != 1 || !strings.Contains(r.stderr, "every episode failed (2 of 2)") {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{"refused for the model's context", "check the environment"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("advice lacks %q: %s", want, r.stderr)
+		}
+	}
+	if strings.Contains(r.stderr, "is up and serves model") {
+		t.Errorf("advice blames the endpoint, which answered or refused only for the context: %s", r.stderr)
+	}
+}

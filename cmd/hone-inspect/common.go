@@ -113,10 +113,11 @@ type groupPass struct {
 // warnRepeated names on stderr each input set names again. Read twice,
 // cat's output would repeat every trajectory id and the others' counts
 // would double; read once, say so rather than drop the copy without a
-// word.
+// word. An object is named without its query, as other messages name
+// it: the query may hold the endpoint's password.
 func (a *app) warnRepeated(cmd string, set *fileset.Set) {
 	for _, n := range set.Repeated() {
-		a.summary(cmd, "%s: named again, read once", n)
+		a.summary(cmd, "%s: named again, read once", fileset.DisplayName(n))
 	}
 }
 

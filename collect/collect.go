@@ -23,6 +23,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/shard"
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/internal/flagval"
@@ -706,14 +707,17 @@ func loadScenarios(ctx context.Context, o *Options, scripted bool) (scs []env.Sc
 		if scs, err = ReadScenarios(ctx, o.Scenarios); err != nil {
 			return nil, nil, nil, closeEnvs, stageerr.BadInput(err)
 		}
+		// Named without an object's query, which may hold the
+		// endpoint's password, as ReadScenarios' errors name it.
+		shown := fileset.DisplayName(o.Scenarios)
 		if len(scs) == 0 {
-			return nil, nil, nil, closeEnvs, stageerr.BadInput(fmt.Errorf("scenarios %s: the file holds no scenario", o.Scenarios))
+			return nil, nil, nil, closeEnvs, stageerr.BadInput(fmt.Errorf("scenarios %s: the file holds no scenario", shown))
 		}
 		if o.Split != "" {
 			all := len(scs)
 			scs = slices.DeleteFunc(scs, func(sc env.Scenario) bool { return sc.Split != o.Split })
 			if len(scs) == 0 {
-				return nil, nil, nil, closeEnvs, stageerr.BadInput(fmt.Errorf("scenarios %s: none of its %d scenarios has split %q", o.Scenarios, all, o.Split))
+				return nil, nil, nil, closeEnvs, stageerr.BadInput(fmt.Errorf("scenarios %s: none of its %d scenarios has split %q", shown, all, o.Split))
 			}
 		}
 		// Of the scenarios of the split, before --groups: a run of the
@@ -730,7 +734,7 @@ func loadScenarios(ctx context.Context, o *Options, scripted bool) (scs []env.Sc
 			available := len(scs)
 			defer func() {
 				if err == nil {
-					o.Log.Warn("fewer scenarios than --groups: playing those there are", "scenarios", o.Scenarios, "split", o.Split,
+					o.Log.Warn("fewer scenarios than --groups: playing those there are", "scenarios", shown, "split", o.Split,
 						"groups", o.Groups, "available", available)
 				}
 			}()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/hone-rl/hone/internal/fakes3d"
@@ -26,6 +27,36 @@ func TestParquetScenariosFromObjectStore(t *testing.T) {
 	for i, g := range gs {
 		if g.Metadata["env"] != "guess" || len(g.Trajectories) != 2 {
 			t.Errorf("group %d: env %q, %d trajectories; want guess, 2", i, g.Metadata["env"], len(g.Trajectories))
+		}
+	}
+}
+
+// TestScenariosObjectHidesEndpointPassword: the messages naming a
+// --scenarios object (a split none of its scenarios has, fewer
+// scenarios than --groups) mask its endpoint's password. They printed
+// the URL as given, password and all, into the run's log.
+func TestScenariosObjectHidesEndpointPassword(t *testing.T) {
+	s3 := fakes3d.StartTest(t, "hone")
+	first := s3.URL("hone", "runs/first.parquet")
+	if r := collectBin(t, "--env", "guess", "--groups", "2", "-G", "1", "--policy", "scripted:bisect", "-o", first); r.code != 0 {
+		t.Fatalf("first run: exit %d: %s", r.code, r.stderr)
+	}
+	const secret = "PWSECRET77"
+	scs := strings.Replace(first, "endpoint=http://", "endpoint=http://me:"+secret+"@", 1)
+	out := t.TempDir() + "/again.parquet"
+	for _, tc := range []struct {
+		flag, value, want string
+		code              int
+	}{
+		{"--split", "val", `has split "val"`, 2},
+		{"--groups", "5", "fewer scenarios than --groups", 0},
+	} {
+		r := collectBin(t, "--scenarios", scs, tc.flag, tc.value, "-G", "1", "--policy", "scripted:bisect", "-o", out)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.want) || !strings.Contains(r.stderr, "s3://hone/runs/first.parquet") {
+			t.Fatalf("%s %s: exit %d, want %d saying %q and naming the file: %s", tc.flag, tc.value, r.code, tc.code, tc.want, r.stderr)
+		}
+		if strings.Contains(r.stderr, secret) {
+			t.Errorf("%s %s: the endpoint's password is printed: %s", tc.flag, tc.value, r.stderr)
 		}
 	}
 }

@@ -295,7 +295,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	maxFail, err := failureLimit(o.MaxFailures, len(scs)*o.GroupSize)
+	maxFail, err := failureLimit(o.MaxFailures, len(scs), o.GroupSize)
 	if err != nil {
 		return err
 	}
@@ -956,8 +956,16 @@ func parsePolicy(s string) (scripted bool, name string, err error) {
 	return false, "", stageerr.Usagef("--policy %q: want model or scripted[:NAME]", s)
 }
 
-// failureLimit turns --max-failures into a count (-1: no limit).
-func failureLimit(s string, episodes int) (int, error) {
+// failureLimit turns --max-failures into a count (-1: no limit) of the
+// episodes of groups of size each, refusing a size whose episodes an int
+// cannot count: the run counts them so (the workers too), and the
+// product wrapped, to 0 workers and a run that waited forever, or below
+// 0 and a panic.
+func failureLimit(s string, groups, size int) (int, error) {
+	if groups > 0 && size > math.MaxInt/groups {
+		return 0, stageerr.Usagef("--group-size %d: %d groups of it are more episodes than a run can count", size, groups)
+	}
+	episodes := groups * size
 	if s == "" {
 		return -1, nil
 	}

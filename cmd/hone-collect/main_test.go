@@ -926,3 +926,21 @@ for line in sys.stdin:
 		t.Errorf("advice blames the endpoint, which answered or refused only for the context: %s", r.stderr)
 	}
 }
+
+// TestGroupSizeOverflowRefused: a --group-size whose episodes over the
+// groups are more than an int counts is bad usage naming the flag,
+// exit 2, before any episode. The product wrapped: to 0, which capped
+// the workers at none and left the run waiting forever, or below 0,
+// which panicked making the queues.
+func TestGroupSizeOverflowRefused(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "o.parquet")
+	for _, groups := range []string{"3", "4"} {
+		r := collectBin(t, "--env", "guess", "--groups", groups, "-G", "4611686018427387904", "--policy", "scripted", "-o", out)
+		if r.code != 2 || !strings.Contains(r.stderr, "--group-size 4611686018427387904") || strings.Contains(r.stderr, "panic") {
+			t.Errorf("--groups %s: exit %d, want 2 naming --group-size: %.2000s", groups, r.code, r.stderr)
+		}
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused run wrote %s (%v)", out, err)
+	}
+}

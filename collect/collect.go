@@ -503,7 +503,13 @@ func (o *Options) checkRanges() error {
 		return stageerr.Usagef("--temperature %v: want 0 or more", *t)
 	}
 	if p := o.Model.TopP; p != nil && (*p <= 0 || *p > 1) {
-		return stageerr.Usagef("--top-p %v: want more than 0 and at most 1", *p)
+		greedy := ""
+		if *p == 0 {
+			// OpenAI takes top_p 0 for greedy sampling, vLLM and
+			// hone-serve do not; temperature 0 is greedy on all.
+			greedy = "; for greedy sampling give --temperature 0"
+		}
+		return stageerr.Usagef("--top-p %v: want more than 0 and at most 1, as vLLM and hone-serve take it%s", *p, greedy)
 	}
 	return nil
 }

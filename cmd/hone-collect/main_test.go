@@ -944,3 +944,15 @@ func TestGroupSizeOverflowRefused(t *testing.T) {
 		t.Errorf("a refused run wrote %s (%v)", out, err)
 	}
 }
+
+// TestTopPZeroPointsToTemperature: --top-p 0, which OpenAI takes for
+// greedy sampling and vLLM and hone-serve refuse, is refused naming the
+// flag that does it on every server, --temperature 0; the refusal said
+// only what range --top-p wants.
+func TestTopPZeroPointsToTemperature(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "o.parquet")
+	r := collectBin(t, "--env", "guess", "--groups", "1", "--model", "m", "--base-url", "http://127.0.0.1:1/v1", "--top-p", "0", "-o", out)
+	if r.code != 2 || !strings.Contains(r.stderr, "--top-p 0") || !strings.Contains(r.stderr, "--temperature 0") {
+		t.Errorf("exit %d, want 2 naming --top-p 0 and pointing to --temperature 0: %s", r.code, r.stderr)
+	}
+}

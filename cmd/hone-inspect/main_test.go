@@ -388,6 +388,11 @@ func TestValidate(t *testing.T) {
 	if r.stdout != "ok: 2 files, 3 groups, 5 trajectories\n" {
 		t.Errorf("stdout %q", r.stdout)
 	}
+	// Counts of one are singular, as schema's and from-jsonl's are: it
+	// said "ok: 1 files, 1 groups, 2 trajectories".
+	if r := mustRun(t, nil, "validate", filepath.Join(dir, "b.parquet")); r.stdout != "ok: 1 file, 1 group, 2 trajectories\n" {
+		t.Errorf("one file: stdout %q", r.stdout)
+	}
 
 	// A trajectory id in two files.
 	ctx := context.Background()

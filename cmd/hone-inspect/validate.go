@@ -38,6 +38,6 @@ func runValidate(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	pass.Stop()
-	_, err = fmt.Fprintf(a.stdout, "ok: %d files, %d groups, %d trajectories\n", len(pass.files()), groups, pass.State().Done)
+	_, err = fmt.Fprintf(a.stdout, "ok: %s, %s, %s\n", plural(len(pass.files()), "file"), plural(groups, "group"), pluralOf(pass.State().Done, "trajectory", "trajectories"))
 	return err
 }

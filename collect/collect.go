@@ -1006,14 +1006,16 @@ const (
 	failEnv
 )
 
-// watchedPolicy records whether its policy failed: an episode that
-// failed otherwise failed in the environment.
+// watchedPolicy records whether its policy failed, and how many calls
+// it made: an episode that failed otherwise failed in the environment.
 type watchedPolicy struct {
 	env.Policy
 	failed bool
+	calls  int
 }
 
 func (p *watchedPolicy) Act(ctx context.Context, msgs []trajectory.Message, tools []trajectory.Tool) (trajectory.Message, error) {
+	p.calls++
 	m, err := p.Policy.Act(ctx, msgs, tools)
 	if err != nil {
 		p.failed = true
@@ -1043,10 +1045,12 @@ func runEpisode(ctx context.Context, o Options, e env.Env, sc env.Scenario, pol 
 		epCtx, cancel = context.WithTimeout(ctx, o.Timeout)
 		defer cancel()
 	}
+	watched := &watchedPolicy{Policy: pol}
 	// An environment's failure, not a stop or the episode's timeout,
-	// which the model's calls may have spent.
+	// which the model's calls may have spent; with no call made, the
+	// environment spent it (a reset that never answered).
 	envFailed := func() failKind {
-		if ctx.Err() == nil && epCtx.Err() == nil {
+		if ctx.Err() == nil && (epCtx.Err() == nil || watched.calls == 0) {
 			return failEnv
 		}
 		return failOther
@@ -1057,7 +1061,6 @@ func runEpisode(ctx context.Context, o Options, e env.Env, sc env.Scenario, pol 
 		t.FinishedAt = time.Now().UTC()
 		return t, envFailed()
 	}
-	watched := &watchedPolicy{Policy: pol}
 	res, err := env.Play(epCtx, ep, watched, o.MaxTurns)
 	if cerr := ep.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("close episode: %w", cerr)

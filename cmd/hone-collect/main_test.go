@@ -956,3 +956,33 @@ func TestTopPZeroPointsToTemperature(t *testing.T) {
 		t.Errorf("exit %d, want 2 naming --top-p 0 and pointing to --temperature 0: %s", r.code, r.stderr)
 	}
 }
+
+// TestResetTimeoutBlamesTheEnvironment: episodes whose environment did
+// not answer its reset within --episode-timeout made no model call, so
+// the advice names the environment, not the endpoint. A timeout was
+// taken for the model's calls having spent it, even with none made,
+// and sent the user to "check that URL is up and serves model".
+func TestResetTimeoutBlamesTheEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "stuck.py")
+	os.WriteFile(script, []byte(`import sys, json
+for line in sys.stdin:
+    req = json.loads(line)
+    op = req["op"]
+    if op == "hello": r = {"name": "stuck", "reward_range": [0, 1]}
+    elif op == "scenarios": r = {"scenarios": [{"id": "s%d" % i} for i in range(req["n"])]}
+    else: break  # no answer to reset: wait for stdin's end
+    print(json.dumps(r), flush=True)
+sys.stdin.read()
+`), 0o644)
+	py := envtest.Python(t, os.Getenv("CI") != "")
+	// Nothing listens at the base URL: no call is made to it.
+	r := collectBin(t, "--env", "stdio", "--env-opt", "cmd="+py+" -S "+script, "--groups", "1", "-G", "2",
+		"--model", "m", "--base-url", "http://127.0.0.1:1/v1", "--episode-timeout", "1s", "-o", filepath.Join(dir, "o.parquet"))
+	if r.code != 1 || !strings.Contains(r.stderr, "every episode failed (2 of 2)") || !strings.Contains(r.stderr, "episode timeout") {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stderr, "is up and serves model") || !strings.Contains(r.stderr, "no model call failed; check the environment") {
+		t.Errorf("advice blames the endpoint, which no episode called: %s", r.stderr)
+	}
+}

@@ -34,13 +34,13 @@ func TestCatWarnsOfAFileNamedTwice(t *testing.T) {
 	}
 }
 
-// stats, validate, to-jsonl and from-jsonl read a repeated file once too: their counts
+// stats, validate, to-jsonl, head, schema and from-jsonl read a repeated file once too: their counts
 // would otherwise look like the file's own. Each says so on stderr, as cat.
 func TestEveryPassWarnsOfAFileNamedTwice(t *testing.T) {
 	dir, _, _ := fixtures(t)
 	a := filepath.Join(dir, "a.parquet")
 	again := dir + "/./a.parquet"
-	for _, cmd := range []string{"stats", "validate", "to-jsonl"} {
+	for _, cmd := range []string{"stats", "validate", "to-jsonl", "head", "schema"} {
 		r := mustRun(t, nil, cmd, a, again)
 		if want := "hone-inspect " + cmd + ": " + again + ": named again, read once"; !strings.Contains(r.stderr, want) {
 			t.Errorf("%s a a: stderr %q lacks %q", cmd, r.stderr, want)

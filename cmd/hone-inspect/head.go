@@ -52,6 +52,7 @@ func runHead(ctx context.Context, a *app, opts headOptions, args []string) error
 		return err
 	}
 	defer r.Close()
+	a.warnRepeated("head", r.set)
 	out := bufio.NewWriter(a.stdout)
 	var line bytes.Buffer
 	printed := 0

@@ -44,6 +44,7 @@ func runSchema(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer set.Close()
+	a.warnRepeated("schema", set)
 	for i := range set.Len() {
 		if i > 0 {
 			fmt.Fprintln(a.stdout)

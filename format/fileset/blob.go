@@ -168,6 +168,9 @@ func (n blobName) open(ctx context.Context, name string) (*blob.Bucket, error) {
 // bucket query), and makes an absent object match fs.ErrNotExist and a
 // refused one fs.ErrPermission, as local files do.
 func blobErr(name string, err error) error {
+	// The driver's error may quote the endpoint, password and all (its
+	// own "failed to parse endpoint URL" of one it cannot parse).
+	err = maskErr(name, err)
 	name = DisplayName(name)
 	switch gcerrors.Code(err) {
 	case gcerrors.NotFound:

@@ -3,6 +3,7 @@ package fileset
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -33,12 +34,8 @@ func querySecrets(name string) *strings.Replacer {
 		switch {
 		case v == "":
 		case key == "endpoint":
-			if u, err := url.Parse(val); err == nil && u.User != nil {
-				if pw, set := u.User.Password(); set && pw != "" {
-					// As written (escaped or not) between the user and the host.
-					mask := fmt.Sprintf(":%s@", redacted)
-					pairs = append(pairs, fmt.Sprintf(":%s@", pw), mask, fmt.Sprintf(":%s@", url.QueryEscape(pw)), mask)
-				}
+			for _, pw := range endpointPasswords(v, val) {
+				pairs = append(pairs, fmt.Sprintf(":%s@", pw), fmt.Sprintf(":%s@", redacted))
 			}
 		case !shownParam(key):
 			pairs = append(pairs, kv, k+"="+redacted, key+"="+val, key+"="+redacted)
@@ -46,6 +43,53 @@ func querySecrets(name string) *strings.Replacer {
 	}
 	return strings.NewReplacer(pairs...)
 }
+
+// endpointPasswords are the spellings a message may quote of the
+// password in the endpoint parameter, raw as written in the query and val
+// as decoded from it: each as it stands between the user's ':' and the
+// last '@' of the host part (found by hand: a password holding '/', '@'
+// or a bad escape, which url.Parse refuses or splits elsewhere, is the
+// one the driver prints in its own parse error), decoded once more, and
+// escaped again.
+func endpointPasswords(raw, val string) []string {
+	var pws []string
+	add := func(pw string) {
+		if pw != "" && !slices.Contains(pws, pw) {
+			pws = append(pws, pw)
+		}
+	}
+	for _, e := range []string{raw, val} {
+		_, rest, ok := strings.Cut(e, "://")
+		if !ok {
+			continue
+		}
+		if _, err := url.Parse(e); err == nil {
+			// A URL that parses ends its userinfo before the first '/':
+			// an '@' in its path is no password's end, and masking up to
+			// it would hide the host too.
+			rest, _, _ = strings.Cut(rest, "/")
+		}
+		at := strings.LastIndexByte(rest, userinfoEnd)
+		if at < 0 {
+			continue
+		}
+		_, pw, ok := strings.Cut(rest[:at], ":")
+		if !ok {
+			continue
+		}
+		add(pw)
+		add(url.QueryEscape(pw))
+		if dec, err := url.PathUnescape(pw); err == nil {
+			add(dec)
+			add(url.QueryEscape(dec))
+		}
+	}
+	return pws
+}
+
+// userinfoEnd is the '@' that ends a URL's userinfo, by its code: the
+// literal is kept for run folders' served names (TestContractRunFolder).
+const userinfoEnd = 0x40
 
 // shownParam reports whether the value of the URL query parameter key is
 // one of the store's settings (gocloud.dev's parameters of s3://, gs://
@@ -67,3 +111,22 @@ func shownParam(key string) bool {
 // RedactURL is name (a path, or an object-store URL with its query) as a
 // message or log may show it: the query's secrets masked (querySecrets).
 func RedactURL(name string) string { return querySecrets(name).Replace(name) }
+
+// maskedError is an error whose text has the secrets of the URL it came
+// from masked (querySecrets); it still matches what it wraps.
+type maskedError struct {
+	err error
+	r   *strings.Replacer
+}
+
+func (e *maskedError) Error() string { return e.r.Replace(e.err.Error()) }
+
+func (e *maskedError) Unwrap() error { return e.err }
+
+// maskErr is err with the secrets of name's query masked in its text.
+func maskErr(name string, err error) error {
+	if err == nil || !strings.Contains(name, "?") {
+		return err
+	}
+	return &maskedError{err: err, r: querySecrets(name)}
+}

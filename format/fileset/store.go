@@ -431,11 +431,11 @@ func (e *ArgError) Error() string {
 	if e.Arg == "" {
 		return e.Err.Error()
 	}
-	if !e.query {
-		return fmt.Sprintf("%q: %v", DisplayName(e.Arg), e.Err)
-	}
 	// The driver's own error may quote the URL with its query too.
 	r := querySecrets(e.Arg)
+	if !e.query {
+		return fmt.Sprintf("%q: %s", DisplayName(e.Arg), r.Replace(e.Err.Error()))
+	}
 	return fmt.Sprintf("%q: %s", r.Replace(e.Arg), r.Replace(e.Err.Error()))
 }
 

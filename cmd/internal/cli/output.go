@@ -56,7 +56,15 @@ func OpenOutput(ctx context.Context, path string, stdout io.Writer, binary bool)
 		}
 		return nil, err
 	}
-	f, err := fileset.Create(ctx, path)
+	// An object is uploaded by Commit, which a stage stopped by a signal
+	// still calls to keep the groups finished before the stop: the upload
+	// is not the stopped run's to cancel (a second signal exits at once).
+	// A local file's ctx ends a wait for a FIFO's reader.
+	cctx := ctx
+	if fileset.IsURL(path) {
+		cctx = context.WithoutCancel(ctx)
+	}
+	f, err := fileset.Create(cctx, path)
 	if errors.Is(err, fileset.ErrBadArgument) {
 		return nil, Usage(err)
 	}

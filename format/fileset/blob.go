@@ -694,9 +694,23 @@ func (o *blobOutput) Commit() error {
 	}
 	how := "upload it to " + DisplayName(o.name)
 	if strings.HasPrefix(o.name, "s3://") {
-		how = fmt.Sprintf("upload it with `aws s3 cp %s %s`", kept, DisplayName(o.name))
+		how = fmt.Sprintf("upload it with `aws s3 cp %s %s`", shellWord(kept), shellWord(DisplayName(o.name)))
 	}
 	return fmt.Errorf("write output %w; its bytes are kept in %s: %s", err, kept, how)
+}
+
+// shellWord is s as one word of a POSIX shell command, quoted where it
+// holds more than letters, digits and ./:_-+=@%, (a working directory
+// or a key with a space or a quote), so that the command an error gives
+// runs as printed.
+func shellWord(s string) string {
+	plain := s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("./:_-+=@%,", r))
+	}) < 0
+	if plain {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // uploadRetries is how many times a failed upload is tried again whole,

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -95,5 +96,41 @@ func TestS3FailedUploadKeepsData(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(wd, "hone-unsent-*")); len(left) != 1 {
 		t.Errorf("local files after the failed uploads: %v; want the one of Commit", left)
+	}
+}
+
+// TestUnsentHintQuotesPaths: the upload command a failed upload's error
+// gives runs as written in a shell where the kept file's folder or the
+// object's key holds a space or a quote: each path is one word. It
+// printed them bare, so the command pasted from the error copied the
+// wrong file or failed.
+func TestUnsentHintQuotesPaths(t *testing.T) {
+	s3 := newFaultyS3(t, "bkt")
+	wd := filepath.Join(t.TempDir(), "my run's dir")
+	if err := os.Mkdir(wd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(wd)
+	s3.set(func(f *faultyS3) { f.fail, f.failOn = 1000, http.MethodPut })
+	err := writeRows(t, s3.url("bkt", "out dir/b c.parquet"), []unsentRow{{ID: 1}})
+	if err == nil {
+		t.Fatal("upload to a store answering 503: no error")
+	}
+	m := regexp.MustCompile("`(aws s3 cp [^`]*)`").FindStringSubmatch(err.Error())
+	if m == nil {
+		t.Fatalf("failed upload: %v; want the command to upload the kept file", err)
+	}
+	kept, _ := filepath.Glob(filepath.Join(wd, "hone-unsent-*"))
+	if len(kept) != 1 {
+		t.Fatalf("kept files %v; want one", kept)
+	}
+	// aws is a shell function here printing its arguments one a line.
+	got, rerr := exec.Command("sh", "-c", `aws() { printf '%s\n' "$@"; }; `+m[1]).Output()
+	if rerr != nil {
+		t.Fatalf("running %s: %v", m[1], rerr)
+	}
+	want := strings.Join([]string{"s3", "cp", kept[0], "s3://bkt/out dir/b c.parquet"}, "\n") + "\n"
+	if string(got) != want {
+		t.Errorf("%s gives the words\n%s; want\n%s", m[1], got, want)
 	}
 }

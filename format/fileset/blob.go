@@ -696,8 +696,25 @@ func (o *blobOutput) Commit() error {
 	if strings.HasPrefix(o.name, "s3://") {
 		how = fmt.Sprintf("upload it with `aws s3 cp %s %s`", shellWord(kept), shellWord(DisplayName(o.name)))
 	}
-	return fmt.Errorf("write output %w; its bytes are kept in %s: %s", err, kept, how)
+	return &unsentError{err: err, msg: fmt.Sprintf("write output %v; its bytes are kept in %s: %s", err, kept, how)}
 }
+
+// ErrUnsent is matched by the error of a Commit whose upload failed and
+// whose bytes were kept in a local file, which the error's text names: a
+// program that prints only "interrupted" for a stopped run prints it.
+var ErrUnsent = errors.New("output kept in a local file")
+
+// unsentError is Commit's error naming the local file kept (ErrUnsent).
+type unsentError struct {
+	err error
+	msg string
+}
+
+func (e *unsentError) Error() string { return e.msg }
+
+func (e *unsentError) Unwrap() error { return e.err }
+
+func (e *unsentError) Is(target error) bool { return target == ErrUnsent }
 
 // shellWord is s as one word of a POSIX shell command, quoted where it
 // holds more than letters, digits and ./:_-+=@%, (a working directory

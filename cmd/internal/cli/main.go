@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime/pprof"
 
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/internal/procgroup"
 	"github.com/hone-rl/hone/internal/stageerr"
 )
@@ -37,6 +38,9 @@ func Run(parent context.Context, name string, stderr io.Writer, fn func(ctx cont
 	code := ExitCode(err)
 	switch {
 	case code == ExitOK:
+	case code == ExitInterrupted && errors.Is(err, fileset.ErrUnsent):
+		// The output was kept in a local file: the user must learn where.
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 	case code == ExitInterrupted && errors.Is(err, stageerr.ErrInterrupted):
 		fmt.Fprintf(stderr, "%s: interrupted\n", name)
 	case code == ExitUsage && isUsageOnly(err):

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hone-rl/hone/collect/env/envtest"
 	"github.com/hone-rl/hone/internal/fakes3d"
 	"github.com/hone-rl/hone/internal/waitfor"
 )
@@ -31,31 +30,7 @@ import (
 func interruptOneGroup(t *testing.T, out, wd string, stopStore func()) (error, string) {
 	t.Helper()
 	dir := t.TempDir()
-	script := filepath.Join(dir, "stall.py")
-	os.WriteFile(script, []byte(`import sys, json, os, time
-for line in sys.stdin:
-    req = json.loads(line)
-    op = req["op"]
-    if op == "hello": r = {"name": "stall", "reward_range": [0, 1], "policies": ["wait"]}
-    elif op == "scenarios": r = {"scenarios": [{"id": "s%d" % i} for i in range(req["n"])]}
-    elif op == "reset":
-        n = 1
-        while True:
-            try:
-                os.close(os.open(os.path.join(sys.argv[1], "reset-%d" % n), os.O_CREAT | os.O_EXCL))
-                break
-            except FileExistsError:
-                n += 1
-        if n >= 4: time.sleep(3600)
-        r = {"messages": [{"role": "user", "content": "go"}]}
-    elif op == "act": r = {"message": {"role": "assistant", "content": "ok"}}
-    else: r = {"messages": [], "done": True, "reward": 1}
-    print(json.dumps(r), flush=True)
-`), 0o644)
-	resets := filepath.Join(dir, "resets")
-	os.Mkdir(resets, 0o755)
-	py := envtest.Python(t, os.Getenv("CI") != "")
-	cmd := exec.Command(filepath.Join(binDir, "hone-collect"), "--env", "stdio", "--env-opt", "cmd="+py+" -S "+script+" "+resets,
+	cmd := exec.Command(filepath.Join(binDir, "hone-collect"), "--env", "stdio", "--env-opt", stallEnv(t, dir),
 		"--groups", "400", "-G", "2", "--concurrency", "2", "--policy", "scripted", "-o", out)
 	cmd.Dir = wd
 	var stderr bytes.Buffer
@@ -63,7 +38,7 @@ for line in sys.stdin:
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if !waitfor.Within(60*time.Second, func() bool { _, err := os.Stat(filepath.Join(resets, "reset-5")); return err == nil }) {
+	if !waitfor.Within(60*time.Second, func() bool { _, err := os.Stat(filepath.Join(dir, "resets", "reset-5")); return err == nil }) {
 		cmd.Process.Kill()
 		cmd.Wait()
 		t.Fatalf("the 5th episode did not start: %s", stderr.String())

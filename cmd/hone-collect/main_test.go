@@ -327,38 +327,14 @@ func TestInterruptProcess(t *testing.T) {
 	// two at a time, once the 5th has started both workers are stalled:
 	// three episodes have ended, two of one group and one of another,
 	// whatever order they ran in. The signal comes then.
-	script := filepath.Join(dir, "stall.py")
-	os.WriteFile(script, []byte(`import sys, json, os, time
-for line in sys.stdin:
-    req = json.loads(line)
-    op = req["op"]
-    if op == "hello": r = {"name": "stall", "reward_range": [0, 1], "policies": ["wait"]}
-    elif op == "scenarios": r = {"scenarios": [{"id": "s%d" % i} for i in range(req["n"])]}
-    elif op == "reset":
-        n = 1
-        while True:
-            try:
-                os.close(os.open(os.path.join(sys.argv[1], "reset-%d" % n), os.O_CREAT | os.O_EXCL))
-                break
-            except FileExistsError:
-                n += 1
-        if n >= 4: time.sleep(3600)
-        r = {"messages": [{"role": "user", "content": "go"}]}
-    elif op == "act": r = {"message": {"role": "assistant", "content": "ok"}}
-    else: r = {"messages": [], "done": True, "reward": 1}
-    print(json.dumps(r), flush=True)
-`), 0o644)
-	resets := filepath.Join(dir, "resets")
-	os.Mkdir(resets, 0o755)
-	py := envtest.Python(t, os.Getenv("CI") != "")
-	cmd := exec.Command(filepath.Join(binDir, "hone-collect"), "--env", "stdio", "--env-opt", "cmd="+py+" -S "+script+" "+resets,
+	cmd := exec.Command(filepath.Join(binDir, "hone-collect"), "--env", "stdio", "--env-opt", stallEnv(t, dir),
 		"--groups", "400", "-G", "2", "--concurrency", "2", "--policy", "scripted", "-o", out)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if !waitfor.Within(60*time.Second, func() bool { _, err := os.Stat(filepath.Join(resets, "reset-5")); return err == nil }) {
+	if !waitfor.Within(60*time.Second, func() bool { _, err := os.Stat(filepath.Join(dir, "resets", "reset-5")); return err == nil }) {
 		cmd.Process.Kill()
 		cmd.Wait()
 		t.Fatalf("the 5th episode did not start: %s", stderr.String())
@@ -985,4 +961,36 @@ sys.stdin.read()
 	if strings.Contains(r.stderr, "is up and serves model") || !strings.Contains(r.stderr, "no model call failed; check the environment") {
 		t.Errorf("advice blames the endpoint, which no episode called: %s", r.stderr)
 	}
+}
+
+// stallEnv writes, in dir, a stdio environment whose 4th and later
+// episodes stall in reset (each reset claims the next reset-N file in
+// dir/resets), and returns the --env-opt that runs it.
+func stallEnv(t *testing.T, dir string) string {
+	t.Helper()
+	script := filepath.Join(dir, "stall.py")
+	os.WriteFile(script, []byte(`import sys, json, os, time
+for line in sys.stdin:
+    req = json.loads(line)
+    op = req["op"]
+    if op == "hello": r = {"name": "stall", "reward_range": [0, 1], "policies": ["wait"]}
+    elif op == "scenarios": r = {"scenarios": [{"id": "s%d" % i} for i in range(req["n"])]}
+    elif op == "reset":
+        n = 1
+        while True:
+            try:
+                os.close(os.open(os.path.join(sys.argv[1], "reset-%d" % n), os.O_CREAT | os.O_EXCL))
+                break
+            except FileExistsError:
+                n += 1
+        if n >= 4: time.sleep(3600)
+        r = {"messages": [{"role": "user", "content": "go"}]}
+    elif op == "act": r = {"message": {"role": "assistant", "content": "ok"}}
+    else: r = {"messages": [], "done": True, "reward": 1}
+    print(json.dumps(r), flush=True)
+`), 0o644)
+	resets := filepath.Join(dir, "resets")
+	os.Mkdir(resets, 0o755)
+	py := envtest.Python(t, os.Getenv("CI") != "")
+	return "cmd=" + py + " -S " + script + " " + resets
 }

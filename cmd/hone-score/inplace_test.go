@@ -2,15 +2,11 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/hone-rl/hone/score/judge/judgetest"
 )
@@ -59,37 +55,7 @@ func TestInPlaceKeepsInputWhenNotComplete(t *testing.T) {
 
 	t.Run("interrupted", func(t *testing.T) {
 		p := fresh()
-		started := make(chan struct{}, 8)
-		good := judgetest.KeywordJudge("WIN")
-		srv := judgetest.NewServer(t, func(n int, r judgetest.Request) judgetest.Reply {
-			started <- struct{}{}
-			if n == 0 {
-				return good(n, r)
-			}
-			return judgetest.Reply{Delay: time.Minute}
-		})
-		cmd := exec.Command(binary, "-o", p, "--judge-base-url", srv.BaseURL(), "--judge-model", "m", "--no-judge-cache",
-			"--concurrency", "1", "--scorer", "ruler", p)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; i < 2; i++ {
-			select {
-			case <-started:
-			case <-time.After(30 * time.Second):
-				cmd.Process.Kill()
-				t.Fatalf("judge not called; stderr:\n%s", stderr.String())
-			}
-		}
-		cmd.Process.Signal(syscall.SIGINT)
-		err := cmd.Wait()
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 130 {
-			t.Fatalf("exit: %v, want 130\n%s", err, stderr.String())
-		}
-		unchanged(t, p, stderr.String())
+		unchanged(t, p, interruptAfterFirstGroup(t, p, p))
 	})
 
 	t.Run("complete", func(t *testing.T) {

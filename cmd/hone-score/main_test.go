@@ -245,37 +245,8 @@ func TestExitCodes(t *testing.T) {
 func TestInterrupt(t *testing.T) {
 	dir := t.TempDir()
 	in := scenario(t, dir, "in.parquet", 0, 3, 2)
-	started := make(chan struct{}, 8)
-	good := judgetest.KeywordJudge("WIN")
-	srv := judgetest.NewServer(t, func(n int, r judgetest.Request) judgetest.Reply {
-		started <- struct{}{}
-		if n == 0 {
-			return good(n, r)
-		}
-		return judgetest.Reply{Delay: time.Minute}
-	})
 	out := filepath.Join(dir, "out.parquet")
-	cmd := exec.Command(binary, "-o", out, "--judge-base-url", srv.BaseURL(), "--judge-model", "m", "--no-judge-cache",
-		"--concurrency", "1", "--scorer", "ruler", in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 2; i++ {
-		select {
-		case <-started:
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			t.Fatalf("judge not called; stderr:\n%s", stderr.String())
-		}
-	}
-	cmd.Process.Signal(syscall.SIGINT)
-	err := cmd.Wait()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
-		t.Fatalf("exit: %v\n%s", err, stderr.String())
-	}
+	interruptAfterFirstGroup(t, out, in)
 	gs := readBack(t, out)
 	if len(gs) != 1 || gs[0].ID != "g0" || len(gs[0].Trajectories) != 2 || *gs[0].Trajectories[0].Reward != 1 {
 		t.Fatalf("kept %d groups: %+v", len(gs), gs)
@@ -543,4 +514,43 @@ func TestJudgeFailureLoggedPerGroup(t *testing.T) {
 			}
 		})
 	}
+}
+
+// interruptAfterFirstGroup runs a ruler scoring of in to out, one judge
+// call at a time, whose judge answers the first call and stalls the next;
+// it sends SIGINT once the second call has started, fails the test unless
+// the run exits 130, and returns its stderr.
+func interruptAfterFirstGroup(t *testing.T, out, in string) string {
+	t.Helper()
+	started := make(chan struct{}, 8)
+	good := judgetest.KeywordJudge("WIN")
+	srv := judgetest.NewServer(t, func(n int, r judgetest.Request) judgetest.Reply {
+		started <- struct{}{}
+		if n == 0 {
+			return good(n, r)
+		}
+		return judgetest.Reply{Delay: time.Minute}
+	})
+	cmd := exec.Command(binary, "-o", out, "--judge-base-url", srv.BaseURL(), "--judge-model", "m", "--no-judge-cache",
+		"--concurrency", "1", "--scorer", "ruler", in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		select {
+		case <-started:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("judge not called; stderr:\n%s", stderr.String())
+		}
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit: %v, want 130\n%s", err, stderr.String())
+	}
+	return stderr.String()
 }

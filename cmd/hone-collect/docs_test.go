@@ -755,7 +755,7 @@ func TestDocLinks(t *testing.T) {
 // two ART recipes `hone-train grpo …`: "command not found" as written).
 func TestDocPagesRunBuiltBinaries(t *testing.T) {
 	bare := regexp.MustCompile(`^\s*(?:[A-Z_]+=\S*\s+)*hone-(collect|score|serve|train|inspect)\b`)
-	for _, page := range []string{"stdio-env.md", "mcp-env.md", "proxy.md", "art.md"} {
+	for _, page := range []string{"stdio-env.md", "mcp-env.md", "proxy.md", "art.md", "trl.md"} {
 		b, err := os.ReadFile(filepath.Join("../../docs", page))
 		if err != nil {
 			t.Fatal(err)

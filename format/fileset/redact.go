@@ -1,7 +1,6 @@
 package fileset
 
 import (
-	"fmt"
 	"net/url"
 	"slices"
 	"strings"
@@ -14,9 +13,10 @@ const redacted = "REDACTED"
 // object-store URL name with its query (as written or as a driver prints
 // it), what the query may hold of a secret: the value of a parameter
 // other than the stores' own settings (someone's secret_access_key=…,
-// which the driver refuses in an error that quotes the URL) and the
-// password of the endpoint's user (http://user:PASSWORD@host). Pod logs
-// are read by more people than the store's keys are given to.
+// which the driver refuses in an error that quotes the URL), the
+// password of the endpoint's user (http://user:PASSWORD@host) and a user
+// with no password, which is a token (http://TOKEN@host). Pod logs are
+// read by more people than the store's keys are given to.
 func querySecrets(name string) *strings.Replacer {
 	_, raw, ok := strings.Cut(name, "?")
 	if !ok {
@@ -34,9 +34,7 @@ func querySecrets(name string) *strings.Replacer {
 		switch {
 		case v == "":
 		case key == "endpoint":
-			for _, pw := range endpointPasswords(v, val) {
-				pairs = append(pairs, fmt.Sprintf(":%s@", pw), fmt.Sprintf(":%s@", redacted))
-			}
+			pairs = append(pairs, endpointSecrets(v, val)...)
 		case !shownParam(key):
 			pairs = append(pairs, kv, k+"="+redacted, key+"="+val, key+"="+redacted)
 		}
@@ -44,52 +42,69 @@ func querySecrets(name string) *strings.Replacer {
 	return strings.NewReplacer(pairs...)
 }
 
-// endpointPasswords are the spellings a message may quote of the
-// password in the endpoint parameter, raw as written in the query and val
-// as decoded from it: each as it stands between the user's ':' and the
-// last '@' of the host part (found by hand: a password holding '/', '@'
-// or a bad escape, which url.Parse refuses or splits elsewhere, is the
-// one the driver prints in its own parse error), decoded once more, and
-// escaped again.
-func endpointPasswords(raw, val string) []string {
-	var pws []string
-	add := func(pw string) {
-		if pw != "" && !slices.Contains(pws, pw) {
-			pws = append(pws, pw)
-		}
-	}
+// endpointSecrets are the replacer's pairs that mask the secret of the
+// endpoint parameter's userinfo (userinfoSecret) in each spelling a
+// message may quote of it: a password between the user's ':' and the
+// '@', the user kept (it says who asked); a user with no password, a
+// token, between the scheme's "//" and the '@'.
+func endpointSecrets(raw, val string) []string {
+	var pairs []string
 	for _, e := range []string{raw, val} {
-		_, rest, ok := strings.Cut(e, "://")
-		if !ok {
+		secret, isUser := userinfoSecret(e)
+		if secret == "" {
 			continue
 		}
-		if _, err := url.Parse(e); err == nil {
-			// A URL that parses ends its userinfo before the first '/':
-			// an '@' in its path is no password's end, and masking up to
-			// it would hide the host too.
-			rest, _, _ = strings.Cut(rest, "/")
+		before, masked := ":", ":"+redacted+userinfoAt
+		if isUser {
+			before, masked = "//", "//"+redacted+userinfoAt
 		}
-		at := strings.LastIndexByte(rest, userinfoEnd)
-		if at < 0 {
-			continue
+		forms := []string{secret, url.QueryEscape(secret)}
+		if dec, err := url.PathUnescape(secret); err == nil {
+			forms = append(forms, dec, url.QueryEscape(dec))
 		}
-		_, pw, ok := strings.Cut(rest[:at], ":")
-		if !ok {
-			continue
-		}
-		add(pw)
-		add(url.QueryEscape(pw))
-		if dec, err := url.PathUnescape(pw); err == nil {
-			add(dec)
-			add(url.QueryEscape(dec))
+		for _, f := range forms {
+			if old := before + f + userinfoAt; f != "" && !slices.Contains(pairs, old) {
+				pairs = append(pairs, old, masked)
+			}
 		}
 	}
-	return pws
+	return pairs
+}
+
+// userinfoSecret is the secret of endpoint e's userinfo as it stands
+// there, and whether it is the user itself (no ':' in the userinfo, the
+// user then being a token) rather than the password. The userinfo is
+// found by hand, ending at the last '@' of the host part: a password
+// holding '/', '@' or a bad escape, which url.Parse refuses or splits
+// elsewhere, is the one the driver prints in its own parse error.
+func userinfoSecret(e string) (string, bool) {
+	_, rest, ok := strings.Cut(e, "://")
+	if !ok {
+		return "", false
+	}
+	if _, err := url.Parse(e); err == nil {
+		// A URL that parses ends its userinfo before the first '/':
+		// an '@' in its path is no password's end, and masking up to
+		// it would hide the host too.
+		rest, _, _ = strings.Cut(rest, "/")
+	}
+	at := strings.LastIndexByte(rest, userinfoEnd)
+	if at < 0 {
+		return "", false
+	}
+	user, pw, ok := strings.Cut(rest[:at], ":")
+	if !ok {
+		return user, true
+	}
+	return pw, false
 }
 
 // userinfoEnd is the '@' that ends a URL's userinfo, by its code: the
 // literal is kept for run folders' served names (TestContractRunFolder).
 const userinfoEnd = 0x40
+
+// userinfoAt is userinfoEnd as a string.
+const userinfoAt = string(rune(userinfoEnd))
 
 // shownParam reports whether the value of the URL query parameter key is
 // one of the store's settings (gocloud.dev's parameters of s3://, gs://

@@ -87,3 +87,31 @@ func TestRedactURLKeepsHost(t *testing.T) {
 		}
 	}
 }
+
+// TestEndpointUserTokenHidden: an endpoint whose userinfo is one token
+// with no password (http://TOKEN@host, as a token-authenticated gateway
+// takes it) has that token masked in errors and in RedactURL as a
+// password is, while the host is still shown. It was printed whole: the
+// mask looked only for what follows a ':' in the userinfo.
+func TestEndpointUserTokenHidden(t *testing.T) {
+	s3 := newFaultyS3(t, "bkt")
+	ctx := context.Background()
+	const token = "ghp_TOKEN42secret"
+	for _, tok := range []string{token, "a%2F" + token, "a%252F" + token} {
+		name := strings.Replace(s3.url("nobkt", "x.parquet"), "endpoint=http://", "endpoint=http://"+tok+"@", 1)
+		got := RedactURL(name)
+		if strings.Contains(got, token) || !strings.Contains(got, "//REDACTED@") {
+			t.Errorf("token %s: RedactURL gives %s; want it masked", tok, got)
+		}
+		_, err := Resolve(ctx, []string{name}, Options{})
+		if err == nil {
+			t.Fatalf("token %s: no error for a missing bucket", tok)
+		}
+		if strings.Contains(err.Error(), token) {
+			t.Errorf("token %s: %v; the token is printed", tok, err)
+		}
+	}
+	if a, b := RedactURL("s3://b/k?endpoint=http://tok@hostA"), RedactURL("s3://b/k?endpoint=http://tok@hostB"); a == b {
+		t.Errorf("RedactURL gives %s for both hosts; want them kept apart", a)
+	}
+}

@@ -127,6 +127,14 @@ func shownParam(key string) bool {
 // message or log may show it: the query's secrets masked (querySecrets).
 func RedactURL(name string) string { return querySecrets(name).Replace(name) }
 
+// IsRedacted reports whether name is an object-store URL as RedactURL
+// gives it with a secret masked: a name kept in a file that way (a run's
+// manifest) cannot open the store, and is matched, not opened.
+func IsRedacted(name string) bool {
+	_, q, ok := strings.Cut(name, "?")
+	return ok && (strings.Contains(q, "="+redacted) || strings.Contains(q, ":"+redacted+userinfoAt) || strings.Contains(q, "//"+redacted+userinfoAt))
+}
+
 // maskedError is an error whose text has the secrets of the URL it came
 // from masked (querySecrets); it still matches what it wraps.
 type maskedError struct {

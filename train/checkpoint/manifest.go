@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/hone-rl/hone/format/fileset"
@@ -71,7 +72,8 @@ type FileEntry struct {
 const RacyWindow = 2 * time.Second
 
 // SameStat reports whether the file at path, which stats as now, may be
-// taken as e's contents without reading it: e was statted at that path,
+// taken as e's contents without reading it: e was statted at that path
+// (compared masked, as a manifest keeps it: Manifest.redacted),
 // size, modification time, ETag and file ID (these two where both have
 // one) are equal, and that stat was not racy (RacyWindow). Anything else
 // is read and hashed, so that sha256 stays what identifies a file.
@@ -79,7 +81,7 @@ func (e FileEntry) SameStat(path string, now fileset.FileInfo) bool {
 	switch {
 	case e.ModTime.IsZero() || e.HashedAt.IsZero() || now.ModTime.IsZero():
 		return false
-	case e.Path != path || e.Size != now.Size || !e.ModTime.Equal(now.ModTime):
+	case fileset.RedactURL(e.Path) != fileset.RedactURL(path) || e.Size != now.Size || !e.ModTime.Equal(now.ModTime):
 		return false
 	case e.ETag != "" && now.ETag != "" && e.ETag != now.ETag:
 		return false
@@ -145,13 +147,55 @@ func (r *Run) ReadManifest() (Manifest, error) {
 	return m, nil
 }
 
-// WriteManifest replaces manifest.json atomically.
+// WriteManifest replaces manifest.json atomically, its files' names with
+// their secrets masked (Manifest.redacted).
 func (r *Run) WriteManifest(m Manifest) error {
-	b, err := json.MarshalIndent(m, "", "  ")
+	b, err := json.MarshalIndent(m.redacted(), "", "  ")
 	if err != nil {
 		return fmt.Errorf("checkpoint: manifest: %w", err)
 	}
 	return runfolder.WriteFile(filepath.Join(r.Dir, ManifestName), append(b, '\n'))
+}
+
+// redacted is m with each file's name as fileset.RedactURL gives it (an
+// object-store endpoint's password masked): the run folder is copied with
+// the adapters and read by more people than the store's keys are given
+// to. A file is matched by its masked name (FileEntry.SameStat) and
+// found again by its sha256, never opened at a name read back. m's own
+// entries are left as they are, for the call that still reads them.
+func (m Manifest) redacted() Manifest {
+	m.Consumed = redactEntries(m.Consumed)
+	if m.Pending != nil {
+		p := m.Pending.Redacted()
+		m.Pending = &p
+	}
+	if m.Sessions != nil {
+		ss := make([]Session, len(m.Sessions))
+		for i, s := range m.Sessions {
+			ss[i] = s.Redacted()
+		}
+		m.Sessions = ss
+	}
+	return m
+}
+
+// Redacted is s with its files' names masked (Manifest.redacted), as a
+// step's state keeps it too.
+func (s Session) Redacted() Session {
+	s.Files = redactEntries(s.Files)
+	return s
+}
+
+// redactEntries is a copy of es with each name masked.
+func redactEntries(es []FileEntry) []FileEntry {
+	if es == nil {
+		return nil
+	}
+	out := slices.Clone(es)
+	for i := range out {
+		out[i].Path = fileset.RedactURL(out[i].Path)
+	}
+	return out
 }
 
 // SameFiles reports whether a and b hold the same contents in the same
@@ -287,7 +331,7 @@ func (m *Manifest) Restat(e FileEntry) bool {
 	}
 	for i := range m.Consumed {
 		c := &m.Consumed[i]
-		if c.Path == e.Path && c.SHA256 == e.SHA256 {
+		if fileset.RedactURL(c.Path) == fileset.RedactURL(e.Path) && c.SHA256 == e.SHA256 {
 			c.ModTime, c.ETag, c.FileID, c.HashedAt = e.ModTime, e.ETag, e.FileID, e.HashedAt
 			return true
 		}

@@ -63,7 +63,7 @@ func runFiles(ctx context.Context, prep *trainer.Prepared, o Options, gs []group
 	// The state of each step keeps the session without its groups: the
 	// manifest has them, and a step's state stays what it was before they
 	// were kept.
-	saved := sess
+	saved := sess.Redacted() // the files' names as the manifest keeps them
 	saved.Groups = ""
 	extra, err := json.Marshal(saved)
 	if err != nil {

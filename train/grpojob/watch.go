@@ -126,7 +126,7 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 			return err
 		}
 	}
-	extra, _ := json.Marshal(sess)
+	extra, _ := json.Marshal(sess.Redacted()) // as the manifest keeps it
 	if err := train(ctx, prep, o, gs, sess.StartStep, sess.EndStep, o.Seed+uint64(sess.StartStep), extra, log); err != nil {
 		return err
 	}
@@ -253,14 +253,17 @@ func listNew(ctx context.Context, watchDir string, man *checkpoint.Manifest, log
 	if len(dangling) > 0 {
 		log.Warn("symbolic links that name no file (a target that does not exist, or a loop of links): left for a later call", "links", dangling)
 	}
+	// Keyed by the name as the manifest keeps it, its secrets masked
+	// (checkpoint.Manifest): the listing's names carry the command's.
 	byPath := map[string][]checkpoint.FileEntry{}
 	for _, e := range man.Consumed {
-		byPath[e.Path] = append(byPath[e.Path], e)
+		k := fileset.RedactURL(e.Path)
+		byPath[k] = append(byPath[k], e)
 	}
 	for i := range set.Len() {
 		name := set.Name(i)
 		st := checkpoint.StatInput(ctx, set, i)
-		if st.Err == nil && slices.ContainsFunc(byPath[name], func(e checkpoint.FileEntry) bool { return e.SameStat(name, st.FileInfo) }) {
+		if st.Err == nil && slices.ContainsFunc(byPath[fileset.RedactURL(name)], func(e checkpoint.FileEntry) bool { return e.SameStat(name, st.FileInfo) }) {
 			continue
 		}
 		fe, b, err := checkpoint.ReadSetInput(ctx, set, i, st)
@@ -341,6 +344,12 @@ func readPending(ctx context.Context, watchDir string, sess *checkpoint.Session,
 	readErr := make([]error, len(sess.Files))
 	var missing []int
 	for i, f := range sess.Files {
+		if fileset.IsRedacted(f.Path) {
+			// Kept with its store's password masked, the name opens
+			// nothing: the file is found in watchDir by its sha256.
+			missing = append(missing, i)
+			continue
+		}
 		now, b, err := checkpoint.ReadInput(ctx, f.Path)
 		if err == nil && now.SHA256 == f.SHA256 {
 			held[i], found[i] = b, true
@@ -413,12 +422,19 @@ func findPending(ctx context.Context, watchDir string, sess *checkpoint.Session,
 			continue
 		}
 		for _, j := range missing {
-			if f := sess.Files[j]; !found[j] && f.SHA256 == fe.SHA256 {
-				// The stat recorded was of the other path: the entry
-				// keeps none, and the next call reads n and records its.
-				held[j], found[j] = b, true
-				sess.Files[j] = checkpoint.FileEntry{Path: n, SHA256: f.SHA256, Size: f.Size, Step: f.Step}
+			f := sess.Files[j]
+			if found[j] || f.SHA256 != fe.SHA256 {
+				continue
 			}
+			held[j], found[j] = b, true
+			if fileset.RedactURL(n) == fileset.RedactURL(f.Path) {
+				// The recorded path, kept masked: its stat is n's.
+				sess.Files[j].Path = n
+				continue
+			}
+			// The stat recorded was of the other path: the entry keeps
+			// none, and the next call reads n and records its.
+			sess.Files[j] = checkpoint.FileEntry{Path: n, SHA256: f.SHA256, Size: f.Size, Step: f.Step}
 		}
 	}
 	return nil

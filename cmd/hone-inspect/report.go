@@ -93,14 +93,17 @@ func runReport(ctx context.Context, a *app, opts reportOptions, args []string) e
 	var in report.Input
 	var manifests []runManifest
 	for _, arg := range args {
-		dir, done, err := localRun(ctx, arg)
+		dir, as, done, err := localRun(ctx, arg)
 		if err != nil {
 			return err
 		}
 		run, man, sources, err := readRun(ctx, dir)
 		done()
 		if err != nil {
-			return err
+			return as.err(err)
+		}
+		for i := range sources {
+			sources[i] = as.path(sources[i])
 		}
 		if opts.Run != "" {
 			run.Name = opts.Run
@@ -184,33 +187,74 @@ func trainedFiles(man checkpoint.Manifest, reached int) []checkpoint.FileEntry {
 // localRun is the run folder arg on this machine: a path as it is, a
 // file:// URL's path, or a run that hone-train published to an object
 // store (--out s3://…) pulled into a temporary folder, without its steps'
-// weights and optimizer state, which done removes. report reads a run by
-// its files (checkpoint.Run), which are local.
-func localRun(ctx context.Context, arg string) (dir string, done func(), err error) {
+// weights and optimizer state, which done removes; as names that folder's
+// files by arg. report reads a run by its files (checkpoint.Run), which
+// are local.
+func localRun(ctx context.Context, arg string) (dir string, as pulledAs, done func(), err error) {
 	if !fileset.IsURL(arg) {
 		if strings.HasPrefix(arg, "file:") {
 			p, err := fileset.LocalPath(arg)
-			return p, func() {}, cli.BadInput(err)
+			return p, as, func() {}, cli.BadInput(err)
 		}
-		return arg, func() {}, nil
+		return arg, as, func() {}, nil
 	}
 	tmp, err := os.MkdirTemp("", "hone-report-*")
 	if err != nil {
-		return "", nil, err
+		return "", as, nil, err
 	}
 	done = func() { os.RemoveAll(tmp) }
-	name := fileset.DisplayName(arg)
-	dir = filepath.Join(tmp, path.Base(strings.TrimSuffix(name, "/")))
+	name := strings.TrimSuffix(fileset.DisplayName(arg), "/")
+	dir = filepath.Join(tmp, path.Base(name))
 	steps, err := runfolder.Pull(ctx, arg, dir, runfolder.PullOptions{Skip: func(f string) bool { return f != checkpoint.ConfigName }})
 	if err == nil && len(steps) == 0 {
 		err = cli.BadInputf("%s holds no published run: no %s names a step there", name, runfolder.LatestName)
 	}
 	if err != nil {
 		done()
-		return "", nil, err
+		return "", as, nil, err
 	}
-	return dir, done, nil
+	return dir, pulledAs{dir: dir, url: name}, done, nil
 }
+
+// pulledAs names the files of a run pulled into the temporary folder dir
+// by url, the run's URL as the user gave it (without its bucket query):
+// that folder, never named by the user, is gone once report exits, and an
+// error or the page's list of files read naming it pointed nowhere. The
+// zero pulledAs, of a local run, leaves names as they are.
+type pulledAs struct{ dir, url string }
+
+// path is p, a file of the pulled folder, named under url.
+func (a pulledAs) path(p string) string {
+	if a.dir == "" {
+		return p
+	}
+	rel, err := filepath.Rel(a.dir, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return p
+	}
+	return a.url + "/" + filepath.ToSlash(rel)
+}
+
+// err is err with the pulled folder named as url in its text; it still
+// matches what it wraps (an exit code's class, fs.ErrNotExist).
+func (a pulledAs) err(err error) error {
+	if a.dir == "" || err == nil {
+		return err
+	}
+	return &pulledErr{err: err, dir: a.dir, url: a.url}
+}
+
+// pulledErr is an error naming a pulled run's files by its URL (pulledAs).
+type pulledErr struct {
+	err      error
+	dir, url string
+}
+
+func (e *pulledErr) Error() string {
+	return strings.ReplaceAll(e.err.Error(), e.dir, e.url)
+}
+
+func (e *pulledErr) Unwrap() error { return e.err }
 
 // readRun reads a run folder (or its metrics.jsonl named directly): the
 // metrics, the hyperparameters of its latest step, and its manifest.

@@ -49,3 +49,42 @@ func TestReportObjectStoreRun(t *testing.T) {
 		t.Errorf("%d entries stay in $TMPDIR, first %s", len(names), names[0].Name())
 	}
 }
+
+// TestReportObjectStoreRunNamesURL: report on a run pulled from object
+// storage names its files by the URL the user gave, in an error about
+// one of them and in the page's list of files read, never by the
+// temporary folder it was pulled into, which the user never named and
+// which is gone once report exits.
+func TestReportObjectStoreRunNamesURL(t *testing.T) {
+	dir, tmp := t.TempDir(), t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	s3 := fakes3d.StartTest(t, "hone")
+	good, _, _ := writeNamedRun(t, dir, "good", 3, 2e-5)
+	bad, _, _ := writeNamedRun(t, dir, "bad", 3, 2e-5)
+	f, err := os.OpenFile(filepath.Join(bad, runfolder.MetricsName), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("{not json\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []string{good, bad} {
+		if _, err := runfolder.Publish(context.Background(), r, s3.URL("hone", "adapters/"+filepath.Base(r))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(dir, "report.html")
+	mustRun(t, nil, "report", s3.URL("hone", "adapters/good"), "-o", out)
+	page, _ := readPage(t, out)
+	if want := "s3://hone/adapters/good/" + runfolder.MetricsName; !strings.Contains(page, want) || strings.Contains(page, tmp) {
+		at := max(0, strings.Index(page, tmp))
+		t.Errorf("the page's files read: want %s, not the temporary folder %s: %s", want, tmp, page[at:min(len(page), at+300)])
+	}
+	r := run(t, nil, "report", s3.URL("hone", "adapters/bad"), "-o", out)
+	if want := "s3://hone/adapters/bad/" + runfolder.MetricsName; r.code != 2 || !strings.Contains(r.stderr, want) || strings.Contains(r.stderr, tmp) {
+		t.Errorf("a pulled run with a bad metrics line: exit %d\n%s\nwant 2, naming %s, not the temporary folder %s", r.code, r.stderr, want, tmp)
+	}
+}

@@ -24,15 +24,16 @@ const callerPrefix = "__hone_caller"
 // refuses what jinja2 refuses); the text returned is then unused.
 func callAsMacro(content string, id int) (macro, call string, ok bool) {
 	rest := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(content), "call"))
-	if !strings.HasPrefix(rest, "(") {
-		return "", "", false
-	}
-	end := closeBracket(rest, 0)
-	if end < 0 || rest[end] != ')' {
-		return "", "", false
+	params, expr := "", rest
+	hasParams := strings.HasPrefix(rest, "(")
+	if hasParams {
+		end := closeBracket(rest, 0)
+		if end < 0 || rest[end] != ')' {
+			return "", "", false
+		}
+		params, expr = rest[1:end], strings.TrimSpace(rest[end+1:])
 	}
 	name := fmt.Sprintf("%s%d", callerPrefix, id)
-	params, expr := rest[1:end], strings.TrimSpace(rest[end+1:])
 	if !strings.HasSuffix(expr, ")") {
 		return "", "", false
 	}
@@ -49,6 +50,13 @@ func callAsMacro(content string, id int) (macro, call string, ok bool) {
 		return "", "", false
 	}
 	args := strings.TrimSpace(expr[open+1 : len(expr)-1])
+	if !hasParams && starArg(args) < 0 {
+		// The engine passes the body of a call block without
+		// parameters as caller, but not through *args or **kwargs,
+		// where it lost it ("caller is not callable"): only that one
+		// becomes a macro of no parameters.
+		return "", "", false
+	}
 	return " macro " + name + "(" + params + ") ", expr[:open] + "(" + withCaller(args, name) + ")", true
 }
 
@@ -58,7 +66,21 @@ func callAsMacro(content string, id int) (macro, call string, ok bool) {
 // parse, and {% call(x) m(**d) %} was refused at load), else at the end.
 func withCaller(args, name string) string {
 	kw := "caller=" + name
-	star := -1 // where the first top-level argument that starts with * begins
+	switch star := starArg(args); {
+	case star >= 0:
+		return args[:star] + kw + ", " + args[star:]
+	case args == "":
+		return kw
+	case strings.HasSuffix(args, ","):
+		return args + " " + kw
+	}
+	return args + ", " + kw
+}
+
+// starArg is where the first top-level argument of the argument list
+// args that starts with * (*args, **kwargs) begins, -1 where none does.
+func starArg(args string) int {
+	star := -1
 	argStart := true
 	scanCode(args, func(i, depth int) bool {
 		switch c := args[i]; {
@@ -72,13 +94,28 @@ func withCaller(args, name string) string {
 		}
 		return false
 	})
-	switch {
-	case star >= 0:
-		return args[:star] + kw + ", " + args[star:]
-	case args == "":
-		return kw
-	case strings.HasSuffix(args, ","):
-		return args + " " + kw
+	return star
+}
+
+// emptyParameter refuses the parameter list params (of a macro or a call
+// block, without its brackets) where it has an empty place, a trailing
+// or doubled comma, as jinja2 refuses it; the engine took it. tag is the
+// tag as the error quotes it. An empty list is no parameters.
+func emptyParameter(tag, params string) error {
+	if strings.TrimSpace(params) == "" {
+		return nil
 	}
-	return args + ", " + kw
+	parts := splitTopLevel(params)
+	for i, p := range parts {
+		if strings.TrimSpace(p) != "" {
+			continue
+		}
+		got := ","
+		if i == len(parts)-1 {
+			got = ")"
+		}
+		return &staticError{fmt.Sprintf("{%% %s %%}: an empty place in the parameter list (a trailing or doubled comma) (jinja2: expected token 'name', got '%s')",
+			strings.Join(strings.Fields(tag), " "), got)}
+	}
+	return nil
 }

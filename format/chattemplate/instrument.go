@@ -594,6 +594,13 @@ func (w *rewriter) statement(s segment, content string) error {
 func (w *rewriter) openBody(s segment, kw, content, code string) error {
 	var callerCall string // the call a call block with parameters prints at its end
 	if kw == "call" {
+		if rest := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(content), "call")); strings.HasPrefix(rest, "(") {
+			if end := closeBracket(rest, 0); end > 0 {
+				if err := emptyParameter(content, rest[1:end]); err != nil {
+					return err
+				}
+			}
+		}
 		if macro, call, ok := callAsMacro(content, len(w.regions)); ok {
 			kw, content, code, callerCall = "macro", macro, renameFilters(macro), renameFilters(pyOps(call))
 		}
@@ -601,6 +608,13 @@ func (w *rewriter) openBody(s segment, kw, content, code string) error {
 	if kw == "macro" {
 		if err := macroSplatParameter(content); err != nil {
 			return err
+		}
+		if open := strings.IndexByte(content, '('); open >= 0 && callerCall == "" {
+			if end := closeParen(content, open); end > open {
+				if err := emptyParameter(content, content[open+1:end]); err != nil {
+					return err
+				}
+			}
 		}
 		if err := macroDefaultCommas(content); err != nil {
 			return err

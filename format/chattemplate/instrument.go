@@ -639,11 +639,16 @@ func (w *rewriter) openBody(s segment, kw, content, code string) error {
 	if w.hooks {
 		// A {% call %} body counts as a macro level too: caller
 		// can be passed to it and called again from within it.
-		hook := hookLoop
-		if kw == "macro" || kw == "call" {
-			hook = hookEnter
+		switch kw {
+		case "macro", "call":
+			fmt.Fprintf(&w.out, "{{ %s(%d) }}", hookEnter, id)
+		case "for":
+			// With the loop object, for the attributes the engine's
+			// lacks (addLoopAttrs).
+			fmt.Fprintf(&w.out, "{{ %s(%d, loop) }}", hookLoop, id)
+		default:
+			fmt.Fprintf(&w.out, "{{ %s(%d) }}", hookLoop, id)
 		}
-		fmt.Fprintf(&w.out, "{{ %s(%d) }}", hook, id)
 	}
 	return nil
 }

@@ -179,8 +179,13 @@ func (b *budget) callables() map[string]jinja.Value {
 var empty = jinja.NewString("")
 
 // loop charges one run of a loop or {% call %} body.
+// A for loop's body passes its loop object too, which gets the
+// attributes the engine lacks (addLoopAttrs).
 func (b *budget) loop(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
-	if len(args) == 1 && args[0].IsInt() {
+	if len(args) == 2 && args[1].IsDict() {
+		addLoopAttrs(args[1].AsDict())
+	}
+	if len(args) >= 1 && args[0].IsInt() {
 		if id := args[0].AsInt(); id >= 0 && id < int64(len(b.regions)) {
 			b.steps += b.regions[id].steps
 			b.output += b.regions[id].text

@@ -377,8 +377,10 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 	list := modelList{Object: "list", Data: []modelEntry{{ID: s.name, Object: "model", Created: s.created, OwnedBy: "hone", Root: s.name}}}
 	if s.reg != nil {
-		for _, n := range s.reg.Names() {
-			list.Data = append(list.Data, modelEntry{ID: n, Object: "model", Created: s.created, OwnedBy: "hone", Root: n, Parent: s.name})
+		// As vLLM lists a LoRA: its path is the root, the base model its
+		// parent.
+		for _, a := range s.reg.Served() {
+			list.Data = append(list.Data, modelEntry{ID: a.Name, Object: "model", Created: s.created, OwnedBy: "hone", Root: a.Dir, Parent: s.name})
 		}
 	}
 	writeJSON(w, http.StatusOK, list)

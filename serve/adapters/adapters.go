@@ -188,18 +188,34 @@ func acquire(a *Adapter) *Ref {
 
 // Names lists "<run>" and "<run>@<step>" for every loaded adapter, sorted.
 func (r *Registry) Names() []string {
+	var out []string
+	for _, a := range r.Served() {
+		out = append(out, a.Name)
+	}
+	return out
+}
+
+// Served is one name Names lists, with the step folder it means.
+type Served struct {
+	Name string
+	Dir  string // the step's folder, as /v1/models reports a LoRA's path (root)
+}
+
+// Served lists what Names does, each with the folder of the step it
+// means: "<run>" the current step's.
+func (r *Registry) Served() []Served {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	var out []string
+	var out []Served
 	for name, rn := range r.runs {
 		if rn.current != nil {
-			out = append(out, name)
+			out = append(out, Served{Name: name, Dir: rn.current.Dir})
 		}
 		for _, a := range rn.steps {
-			out = append(out, a.Name())
+			out = append(out, Served{Name: a.Name(), Dir: a.Dir})
 		}
 	}
-	sort.Strings(out)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 

@@ -1,0 +1,46 @@
+package serve
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+)
+
+// TestAdapterModelRoot: /v1/models, asked over HTTP with openai-go, names
+// each adapter's step folder as its root, as vLLM names a LoRA's path
+// (root) beside the base model it extends (parent); "<run>" names the
+// folder of the step it currently means. Before, root repeated the id.
+func TestAdapterModelRoot(t *testing.T) {
+	dir := tinyDir(t)
+	adir := t.TempDir()
+	writeStep(t, dir, adir, "r1", 2)
+	ts := startServer(t, Options{Model: dir, Adapters: adir}, nil)
+	page, err := ts.client.Models.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"r1":   filepath.Join(adir, "r1", stepName(2)),
+		"r1@2": filepath.Join(adir, "r1", stepName(2)),
+	}
+	for _, m := range page.Data {
+		if m.ID == "tiny" {
+			continue
+		}
+		w, ok := want[m.ID]
+		if !ok {
+			t.Fatalf("unexpected model %q in %+v", m.ID, page.Data)
+		}
+		root := m.JSON.ExtraFields["root"].Raw()
+		if root != `"`+w+`"` {
+			t.Errorf("%s: root %s, want %q", m.ID, root, w)
+		}
+		if parent := m.JSON.ExtraFields["parent"].Raw(); parent != `"tiny"` {
+			t.Errorf("%s: parent %s, want \"tiny\"", m.ID, parent)
+		}
+		delete(want, m.ID)
+	}
+	if len(want) > 0 {
+		t.Fatalf("models %+v lack %v", page.Data, want)
+	}
+}

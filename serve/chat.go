@@ -267,6 +267,12 @@ func minTokensConstrained(p *engine.Params, constrained bool, constraints string
 // the tool mode, and the per-choice constraint on the output (nil: none),
 // a forced call's or response_format's.
 func (s *Server) chatConstraint(w http.ResponseWriter, req *chatRequest, modelName string) (toolMode, func(int) engine.Constraint, error) {
+	if req.Tools != nil && len(req.Tools) == 0 {
+		// "tools": [] (not left out, not null): vLLM and OpenAI refuse it
+		// rather than read it as no tools, so a client that sends it learns
+		// here, not only from another server.
+		return toolMode{}, nil, badRequest("tools", "'tools' must not be an empty array; give at least one tool or leave the field out")
+	}
 	tm, err := parseToolChoice(req.ToolChoice, len(req.Tools) > 0)
 	if err != nil {
 		return tm, nil, err

@@ -25,6 +25,9 @@ import (
 // is refused unread. It returns the body's top-level fields that v has no
 // place for (ignoredFields), which the request is answered without.
 func (s *Server) readJSON(r *http.Request, v any) ([]string, error) {
+	if err := jsonContentType(r.Header.Get("Content-Type")); err != nil {
+		return nil, err
+	}
 	if r.ContentLength > s.o.MaxBodyBytes { // refused unread
 		return nil, tooLarge(s.o.MaxBodyBytes)
 	}
@@ -63,6 +66,24 @@ func (s *Server) readJSON(r *http.Request, v any) ([]string, error) {
 		return nil, badRequest("", "request body: %v", err)
 	}
 	return ignoredFields(b, reflect.TypeOf(v)), nil
+}
+
+// jsonContentType refuses a body declared as another media type than
+// application/json (a form, as curl -d sends without -H), with the 400
+// vLLM answers (its RequestValidationError), before any of it is read: it
+// was not written as the JSON it would be parsed as. Parameters (charset)
+// and case do not matter, and a request with no Content-Type is read as
+// JSON, which clients that send a bare body rely on.
+func jsonContentType(ct string) error {
+	if ct == "" {
+		return nil
+	}
+	// As vLLM compares: the media type before any ";", whatever follows.
+	mt, _, _ := strings.Cut(ct, ";")
+	if strings.EqualFold(strings.TrimSpace(mt), "application/json") {
+		return nil
+	}
+	return badRequest("", "Unsupported Media Type %q: only 'application/json' is allowed", ct)
 }
 
 // ignoredFields lists, sorted, the top-level keys of the JSON object b that

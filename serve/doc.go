@@ -190,7 +190,9 @@
 // --kv-cache-bytes, so the next turn of a conversation prefills only what
 // is new, and requests that arrive together with the same beginning
 // prefill it once; usage.prompt_tokens_details.cached_tokens says how many prompt
-// tokens came from the cache, and /metrics counts them. As with chunked
+// tokens came from the cache, and /metrics counts them. Rows kept for an
+// adapter step are freed once the step is dropped and its last request
+// ended. As with chunked
 // prefill, a prompt computed partly from cached rows gets logprobs that
 // can differ from a cold run's in their last digits (the CPU GEMM over
 // fewer rows rounds differently); turn the cache off where repeated runs

@@ -155,7 +155,7 @@ func NewServer(o Options) (*Server, error) {
 	})
 	if o.Adapters != "" {
 		s.reg = adapters.New(adapters.Options{Dir: o.Adapters, Config: &m.Config, MaxKeep: o.MaxAdapters, Log: o.Log, Backend: m.Backend(),
-			ModelPath: o.Model, ModelName: s.name})
+			ModelPath: o.Model, ModelName: s.name, Freed: s.eng.ForgetAdapter})
 		s.reg.Poll(context.Background())
 	}
 	return s, nil

@@ -37,6 +37,8 @@ type Adapter struct {
 	Loaded  time.Time
 
 	stamp stamp // the folder's files when they were read
+	// freed is Options.Freed, called once the weights are freed.
+	freed func(*model.Adapter)
 	// refs counts the holds: one for the registry while the step is
 	// installed, one per unreleased Ref. It only rises while the registry
 	// still holds the adapter (Resolve acquires under the registry's lock),
@@ -49,6 +51,9 @@ func (a *Adapter) unref() {
 	switch n := a.refs.Add(-1); {
 	case n == 0:
 		a.Weights.Free()
+		if a.freed != nil {
+			a.freed(a.Weights)
+		}
 	case n < 0:
 		// Ref.Release gives up a hold once and the registry drops a step
 		// once, so this is a bug in this package.
@@ -103,6 +108,13 @@ type Options struct {
 	// hot reload of every training step thus keeps MaxKeep steps per run
 	// allocated, plus those requests in flight still use.
 	Backend kernels.Backend
+	// Freed, when set, is called once a dropped step's weights were freed
+	// (the last hold went), with them: nothing will run on them again, so
+	// what was kept for them can go too (hone-serve: the prefix cache's
+	// rows computed with them). It runs on the goroutine that let go of
+	// the last hold (a poll, Close, or a Ref's Release), so it must not
+	// block.
+	Freed func(*model.Adapter)
 }
 
 // run is what the registry holds of one run.
@@ -309,7 +321,7 @@ func (r *Registry) pollRun(name string) bool {
 		}
 	}
 	r.clearWarning(placeKey(name))
-	a := &Adapter{Run: name, Step: step.N, Dir: step.Dir, Weights: w, Loaded: time.Now(), stamp: st}
+	a := &Adapter{Run: name, Step: step.N, Dir: step.Dir, Weights: w, Loaded: time.Now(), stamp: st, freed: r.o.Freed}
 	a.refs.Store(1) // the registry's hold
 	for _, d := range r.install(a) {
 		d.unref()

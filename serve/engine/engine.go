@@ -301,6 +301,13 @@ type Engine struct {
 	abandoned chan struct{}
 	abandon   sync.Once
 
+	// forgotten are adapters whose weights were freed (ForgetAdapter),
+	// their kept prefix rows still to free on the engine's goroutine.
+	// Their own lock: ForgetAdapter runs from Done hooks, which may run
+	// under mu (Submit's refusals).
+	forgetMu  sync.Mutex
+	forgotten []*model.Adapter
+
 	nextSeq int
 	running []*sequence
 	logits  []float32 // the last step's logits, reused by the next (step only)
@@ -508,6 +515,31 @@ func (e *Engine) poke() {
 	}
 }
 
+// ForgetAdapter says adapter's weights were freed: no request will carry
+// it again, so the prefix cache's rows computed with it are freed (on the
+// engine's goroutine, at its next turn) rather than held until evicted. It
+// does not block, so a Request.Done hook may call it.
+func (e *Engine) ForgetAdapter(adapter *model.Adapter) {
+	if adapter == nil {
+		return
+	}
+	e.forgetMu.Lock()
+	e.forgotten = append(e.forgotten, adapter)
+	e.forgetMu.Unlock()
+	e.poke()
+}
+
+// dropForgotten frees the kept rows of the adapters ForgetAdapter named.
+func (e *Engine) dropForgotten() {
+	e.forgetMu.Lock()
+	gone := e.forgotten
+	e.forgotten = nil
+	e.forgetMu.Unlock()
+	for _, a := range gone {
+		e.cache.DropAdapter(a)
+	}
+}
+
 // Shutdown stops accepting requests and waits until the running and queued
 // ones finished. When ctx ends first, the rest are failed with ErrClosed.
 // If the step in progress then does not return within Config.StopGrace (a
@@ -559,6 +591,7 @@ func (e *Engine) loop() {
 			return
 		default:
 		}
+		e.dropForgotten()
 		e.reap()
 		e.admit()
 		if len(e.running) == 0 {

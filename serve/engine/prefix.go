@@ -28,7 +28,9 @@ import (
 // Go value alive, so no other adapter can take its address and match rows
 // that were not computed with it; and since a request can only carry an
 // adapter its caller still holds, rows of a freed adapter are never
-// matched again: they go, least recently used, when room is needed.
+// matched again: they are freed once the adapter's weights are
+// (Engine.ForgetAdapter), or sooner, least recently used, when room is
+// needed.
 type keptRows struct {
 	adapter *model.Adapter // the rows depend on it (nil: the base model)
 	tokens  []int32        // the tokens the rows were computed for, one a row
@@ -109,6 +111,23 @@ func (c *KVCache) Keep(seq int, adapter *model.Adapter, tokens []int32) {
 	c.kept = append(c.kept, k)
 	c.keptBytes += b
 	c.trimKept()
+}
+
+// DropAdapter frees the kept rows computed under adapter, whose weights
+// are gone: no request can carry it again, so the rows could never be
+// matched and would hold their memory until evicted for room.
+func (c *KVCache) DropAdapter(adapter *model.Adapter) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.kept = slices.DeleteFunc(c.kept, func(k *keptRows) bool {
+		if k.adapter != adapter {
+			return false
+		}
+		k.gone = true
+		c.keptBytes -= k.bytes
+		c.freeRows(k.kv)
+		return true
+	})
 }
 
 // Match finds the kept rows under adapter that share the longest prefix

@@ -668,7 +668,13 @@ func (e *Engine) reap() {
 	e.queue = q
 	e.nQueued.Store(int64(len(q)))
 	e.mu.Unlock()
+	// Each request ended may be stuck in the backend (its rows' free, a
+	// Done hook freeing an adapter): once Shutdown gave up meanwhile, the
+	// rest are left alone, as loop leaves everything once it gave up.
 	for _, rs := range gone {
+		if e.gaveUp() {
+			return
+		}
 		e.cancelled.Add(1)
 		rs.retire()
 		for i := range rs.r.N {
@@ -676,6 +682,9 @@ func (e *Engine) reap() {
 		}
 	}
 	for _, s := range e.running {
+		if e.gaveUp() {
+			return
+		}
 		if !s.done && s.rs.r.Ctx.Err() != nil {
 			if !s.rs.cancelled { // once a request, whichever choices still run
 				s.rs.cancelled = true
@@ -917,7 +926,8 @@ func (e *Engine) stepGroups() []*stepGroup {
 
 // stepOne runs g's model call and picks the next token of each of its
 // sequences whose prompt is fed. It reports false when Shutdown gave up on
-// the step (ErrStepStuck) before the call, during it or during the picks:
+// the step (ErrStepStuck) before the call, during it, during a copy of
+// prompt rows or of logits to the host, or during the picks:
 // then nothing more is asked of the backend, and no sequence is finished
 // (which would call Done hooks and free rows), as loop leaves everything
 // alone once it gave up; the requests' Next fail with ErrStepStuck.
@@ -951,10 +961,15 @@ func (e *Engine) stepOne(g *stepGroup) bool {
 		return true
 	}
 	jobs := e.fedJobs(g)
+	if e.gaveUp() { // during a copy of prompt rows (fedJobs)
+		return false
+	}
 	V := e.m.Config.Vocab
 	if e.chooser != nil {
 		e.dlogits = logits
-		e.chooseOnDevice(jobs, logits, V)
+		if !e.chooseOnDevice(jobs, logits, V) {
+			return false
+		}
 	} else {
 		e.logits = logits
 		for k := range jobs {
@@ -974,7 +989,8 @@ func (e *Engine) stepOne(g *stepGroup) bool {
 // fedJobs advances g's sequences past the tokens fed and returns the picks
 // due: one for each sequence whose prompt is now fed, and for a leader's
 // siblings, which start from a copy of its rows. Leaders waiting for a
-// prefilled prompt are let go.
+// prefilled prompt are let go. Each copy may be stuck in the backend: once
+// Shutdown gave up meanwhile, it copies no more (the caller checks).
 func (e *Engine) fedJobs(g *stepGroup) []pickJob {
 	var jobs []pickJob
 	for i, s := range g.seqs {
@@ -982,6 +998,9 @@ func (e *Engine) fedJobs(g *stepGroup) []pickJob {
 			continue // more of the prompt next step; these logits are not needed
 		}
 		for _, d := range s.deps {
+			if e.gaveUp() {
+				return nil
+			}
 			e.release(d, s)
 		}
 		s.deps = nil
@@ -990,6 +1009,9 @@ func (e *Engine) fedJobs(g *stepGroup) []pickJob {
 			for _, t := range s.rs.seqs[1:] {
 				if t.done {
 					continue
+				}
+				if e.gaveUp() {
+					return nil
 				}
 				if err := e.cache.Fork(t.id, s.id, len(s.rs.r.Prompt)); err != nil {
 					e.finish(t, Event{Token: -1, Err: err})
@@ -1030,8 +1052,9 @@ func (j *pickJob) setRow(logits []float32, V int) {
 // sampling, nothing else asked for), in one ChooseRows, so that a few
 // values a choice cross to the host; and copies to the host only the rows
 // of the other jobs, for the host's sampler (pickAll). logits [S, V] are
-// the backend's memory (StepDevice).
-func (e *Engine) chooseOnDevice(jobs []pickJob, logits []float32, V int) {
+// the backend's memory (StepDevice). It reports false when Shutdown gave
+// up on the step during a copy: then it asks the backend nothing more.
+func (e *Engine) chooseOnDevice(jobs []pickJob, logits []float32, V int) bool {
 	var dev []int // the jobs chosen on the device
 	var rows []int32
 	var inv []float32
@@ -1065,6 +1088,9 @@ func (e *Engine) chooseOnDevice(jobs []pickJob, logits []float32, V int) {
 				hi++
 			}
 			kernels.CopyToHost(be, buf[lo*V:hi*V], logits[lo*V:hi*V], (hi-lo)*V)
+			if e.gaveUp() { // the copy was stuck on the device
+				return false
+			}
 			lo = hi
 		}
 		for k := range jobs {
@@ -1074,7 +1100,7 @@ func (e *Engine) chooseOnDevice(jobs []pickJob, logits []float32, V int) {
 		}
 	}
 	if len(dev) == 0 {
-		return
+		return true
 	}
 	res := make([]kernels.RowChoice, len(dev))
 	e.chooser.ChooseRows(res, logits, V, rows, inv, u)
@@ -1083,6 +1109,7 @@ func (e *Engine) chooseOnDevice(jobs []pickJob, logits []float32, V int) {
 		j.pick, j.chosen, j.row = j.s.smp.fromDevice(res[n]), true, nil
 	}
 	e.devicePicks.Add(int64(len(dev)))
+	return true
 }
 
 // hostLogits returns n values of host memory for the rows the host's

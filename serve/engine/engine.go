@@ -1418,6 +1418,13 @@ func (e *Engine) finish(s *sequence, ev Event) {
 	} else {
 		e.cache.Free(s.id)
 	}
+	if e.gaveUp() {
+		// The free was stuck on the device: the request's Done hook (which
+		// may free an adapter there) and last event are left alone, as
+		// everything is once Shutdown gave up; its Next fails with
+		// ErrStepStuck.
+		return
+	}
 	s.rs.live--
 	if s.rs.live == 0 {
 		e.reqDone.Add(1)

@@ -158,3 +158,47 @@ func TestGiveUpDuringDeviceChoice(t *testing.T) {
 		t.Errorf("%d rows chosen by the backend after Shutdown gave up on it, want none", n)
 	}
 }
+
+// freeHangingBackend is a wedgedBackend whose nth free of a slice of size
+// floats, once armed, hangs until release is closed: the last free of a
+// sequence's rows stuck on the device.
+type freeHangingBackend struct {
+	*wedgedBackend
+	size, nth int
+	armed     atomic.Bool
+	seen      atomic.Int64
+	inside    atomic.Bool
+	release   chan struct{}
+}
+
+func (g *freeHangingBackend) FreeF32(s []float32) {
+	if g.armed.Load() && len(s) == g.size && g.seen.Add(1) == int64(g.nth) {
+		g.inside.Store(true)
+		<-g.release
+		return
+	}
+	g.wedgedBackend.FreeF32(s)
+}
+
+// TestGiveUpDuringRowsFree: when Shutdown gives up on the engine while a
+// finished request's rows are being freed (the free stuck on the device),
+// the free that comes back later does not call the request's Done hook
+// (hone-serve's frees its adapter on that device), as Shutdown's doc says
+// of a give-up. Before, finish went on to retire the request.
+func TestGiveUpDuringRowsFree(t *testing.T) {
+	be := &freeHangingBackend{wedgedBackend: newWedged(), release: make(chan struct{})}
+	m, tok := tinyOn(t, be)
+	t.Cleanup(func() { close(be.unwedge) })
+	e := New(m, Config{MaxBatch: 1, Tokenizer: tok, StopGrace: 50 * time.Millisecond})
+	// 3 prompt tokens and 2 generated: one buffer of 5 rows for the keys
+	// and one for the values of each layer, the last one freed hangs.
+	be.size, be.nth = 5*m.Config.KVHeads*m.Config.HeadDim, 2*m.Config.Layers
+	be.armed.Store(true)
+	var done atomic.Int64
+	if _, err := e.Submit(&Request{Prompt: []int32{1, 2, 3}, N: 1, Params: Params{MaxTokens: 2, IgnoreEOS: true},
+		Done: func() { done.Add(1) }}); err != nil {
+		t.Fatal(err)
+	}
+	waitfor.Until(t, 10*time.Second, "the finished request's rows to be freeing", be.inside.Load)
+	giveUpThenRelease(t, e, be.wedgedBackend, be.release, &done)
+}

@@ -536,6 +536,9 @@ func (e *Engine) dropForgotten() {
 	e.forgotten = nil
 	e.forgetMu.Unlock()
 	for _, a := range gone {
+		if e.gaveUp() { // a free was stuck on the device
+			return
+		}
 		e.cache.DropAdapter(a)
 	}
 }
@@ -594,6 +597,12 @@ func (e *Engine) loop() {
 		e.dropForgotten()
 		e.reap()
 		e.admit()
+		if e.gaveUp() {
+			// Shutdown gave up while one of these was stuck in the
+			// backend: as above, nothing more is asked of it (an idle,
+			// closing engine would free the cache next).
+			return
+		}
 		if len(e.running) == 0 {
 			e.mu.Lock()
 			idle := len(e.queue) == 0

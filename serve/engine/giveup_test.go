@@ -9,6 +9,7 @@ import (
 	"github.com/hone-rl/hone/internal/waitfor"
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/ref"
+	"github.com/hone-rl/hone/train/model"
 )
 
 // newWedged is a wedgedBackend over the reference backend.
@@ -200,5 +201,41 @@ func TestGiveUpDuringRowsFree(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitfor.Until(t, 10*time.Second, "the finished request's rows to be freeing", be.inside.Load)
+	giveUpThenRelease(t, e, be.wedgedBackend, be.release, &done)
+}
+
+// TestGiveUpDuringForget: when Shutdown gives up on the engine while it
+// frees the kept prefix rows of an adapter whose weights went
+// (ForgetAdapter, here from a Done hook as hone-serve's reaches it), the
+// free that comes back frees no other adapter's rows on a backend that
+// may be wedged.
+func TestGiveUpDuringForget(t *testing.T) {
+	be := &freeHangingBackend{wedgedBackend: newWedged(), release: make(chan struct{})}
+	m, tok := tinyOn(t, be)
+	t.Cleanup(func() { close(be.unwedge) })
+	e := New(m, Config{MaxBatch: 1, Tokenizer: tok, PrefixCaching: true, StopGrace: 50 * time.Millisecond})
+	var ads []*model.Adapter
+	for seed := range uint64(2) {
+		ad, err := model.NewAdapter(&m.Config, model.AdapterConfig{Rank: 2, Alpha: 4, Targets: model.AllModules()}, seed+1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ad.Place(be); err != nil {
+			t.Fatal(err)
+		}
+		ads = append(ads, ad)
+		run(t, e, &Request{Prompt: []int32{1, 2, 3}, N: 1, Adapter: ad, Params: Params{MaxTokens: 2, IgnoreEOS: true}})
+	}
+	// The first adapter's rows (3 prompt tokens and 2 generated: a buffer
+	// of 5 rows for the keys and one for the values of each layer) hang
+	// at their last free.
+	be.size, be.nth = 5*m.Config.KVHeads*m.Config.HeadDim, 2*m.Config.Layers
+	run(t, e, &Request{Prompt: []int32{7, 8, 9}, N: 1, Params: Params{MaxTokens: 2, IgnoreEOS: true}, Done: func() {
+		e.ForgetAdapter(ads[0])
+		e.ForgetAdapter(ads[1])
+		be.armed.Store(true)
+	}})
+	waitfor.Until(t, 10*time.Second, "the first adapter's kept rows to be freeing", be.inside.Load)
+	var done atomic.Int64
 	giveUpThenRelease(t, e, be.wedgedBackend, be.release, &done)
 }

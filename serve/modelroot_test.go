@@ -9,7 +9,9 @@ import (
 // TestAdapterModelRoot: /v1/models, asked over HTTP with openai-go, names
 // each adapter's step folder as its root, as vLLM names a LoRA's path
 // (root) beside the base model it extends (parent); "<run>" names the
-// folder of the step it currently means. Before, root repeated the id.
+// folder of the step it currently means; the base model's root is the
+// model folder served, as vLLM's is its --model. Before, root repeated
+// the id.
 func TestAdapterModelRoot(t *testing.T) {
 	dir := tinyDir(t)
 	adir := t.TempDir()
@@ -25,6 +27,10 @@ func TestAdapterModelRoot(t *testing.T) {
 	}
 	for _, m := range page.Data {
 		if m.ID == "tiny" {
+			// vLLM's base model card names the --model it loaded.
+			if root := m.JSON.ExtraFields["root"].Raw(); root != `"`+dir+`"` {
+				t.Errorf("tiny: root %s, want %q", root, dir)
+			}
 			continue
 		}
 		w, ok := want[m.ID]

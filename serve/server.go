@@ -375,7 +375,9 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
-	list := modelList{Object: "list", Data: []modelEntry{{ID: s.name, Object: "model", Created: s.created, OwnedBy: "hone", Root: s.name}}}
+	// The base model's root is the folder it was loaded from, as vLLM's is
+	// the --model it loaded.
+	list := modelList{Object: "list", Data: []modelEntry{{ID: s.name, Object: "model", Created: s.created, OwnedBy: "hone", Root: s.o.Model}}}
 	if s.reg != nil {
 		// As vLLM lists a LoRA: its path is the root, the base model its
 		// parent.

@@ -42,7 +42,9 @@
 // JSON type it wants ("messages[1].content: expected a string or an array
 // of content parts, got a number"); a body that is not valid UTF-8, a
 // message role other than OpenAI's (system, developer, user, assistant,
-// tool, function) and content of another shape are 400s too, and so are
+// tool, function), content of another shape, "tools": [] and a body
+// whose Content-Type names another media type than application/json (none
+// is read as JSON) are 400s too, as in vLLM, and so are
 // the completions' suffix and a best_of other than 1 or n, which this
 // server does not implement (as vLLM refuses them) rather than ignore. A
 // \ud800-style escape of a lone surrogate decodes to U+FFFD, as in

@@ -48,8 +48,9 @@ type group struct {
 // one warning (held.Report), and a group left with none is dropped: its
 // reward neither counts in a group mean nor is required. A group of both
 // held-out rows and rows to train is refused (trainer.GroupSplits). Every error that
-// blames the files matches stageerr.ErrBadInput.
-func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt layout.Options, rk *trainer.RowKwargs, allowNoLogprobs bool, lens *trainer.Lengths, held *trainer.HeldOut) ([]group, error) {
+// blames the files matches stageerr.ErrBadInput. scale is
+// --scale-rewards, which bounds the rewards taken (rewardLimit).
+func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt layout.Options, rk *trainer.RowKwargs, scale grpo.Scale, allowNoLogprobs bool, lens *trainer.Lengths, held *trainer.HeldOut) ([]group, error) {
 	if held == nil {
 		held = &trainer.HeldOut{}
 	}
@@ -59,6 +60,7 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 	}
 	defer r.Close()
 	rows := rowCounter{files: r.Files()}
+	limit := rewardLimit(scale)
 	var unscored, infinite, impossible, mixed []string
 	var out []group
 	for {
@@ -94,10 +96,10 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 				unscored = append(unscored, fmt.Sprintf("%s (group %s, trajectory %s)", where, g.ID, t.ID))
 				continue
 			}
-			if math.IsInf(*t.Reward, 0) || math.Abs(*t.Reward) > maxReward {
+			if math.IsInf(*t.Reward, 0) || math.Abs(*t.Reward) > limit {
 				// r − mean(group) would be NaN: nothing to learn from it,
-				// and the step's loss with it. A finite reward past
-				// maxReward makes the group's std overflow to +Inf.
+				// and the step's loss with it. A finite reward past the
+				// limit overflows the group's std, or an unscaled advantage.
 				infinite = append(infinite, fmt.Sprintf("%s (group %s, trajectory %s: %v)", where, g.ID, t.ID, *t.Reward))
 				continue
 			}
@@ -152,8 +154,7 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 		return nil, unscoredError(unscored)
 	}
 	if len(infinite) > 0 {
-		return nil, stageerr.BadInputf("%d trajectories have an infinite reward or one of magnitude above %g: %s; a reward must be a finite number of at most that size (the group's standard deviation squares it)",
-			len(infinite), maxReward, listRows(infinite))
+		return nil, rewardRangeError(infinite, scale)
 	}
 	if len(impossible) > 0 {
 		return nil, stageerr.BadInputf("%d trajectories have a sampling logprob that no sampler gives: %s; a logprob is a finite number ≤ 0 (NaN where unknown): check what wrote the logprobs field (probabilities or logits instead of log-probabilities?)",
@@ -168,6 +169,33 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 // as for a group of equal rewards; at 1e100 a sum of squares stays finite
 // for any number of trajectories a run can hold.
 const maxReward = 1e100
+
+// maxUnscaledReward is the largest reward magnitude taken under
+// --scale-rewards none, where an advantage is the reward less its
+// group's mean, undivided, and the trainer holds it as float32 (largest
+// about 3.4e38): two rewards of at most 1e38 and of opposite sign differ
+// by at most 2e38, which fits.
+const maxUnscaledReward = 1e38
+
+// rewardLimit is the largest reward magnitude taken under scale.
+func rewardLimit(scale grpo.Scale) float64 {
+	if scale == grpo.ScaleNone {
+		return maxUnscaledReward
+	}
+	return maxReward
+}
+
+// rewardRangeError refuses the rows (file, row, group, trajectory and
+// reward each) whose reward is infinite or past rewardLimit(scale),
+// saying why that limit.
+func rewardRangeError(rows []string, scale grpo.Scale) error {
+	why := "the group's standard deviation squares it"
+	if scale == grpo.ScaleNone {
+		why = "under --scale-rewards none an advantage is the reward less its group's mean, held as a float32 (largest about 3.4e38): rescale the rewards, or divide the advantages by a std (--scale-rewards group or batch)"
+	}
+	return stageerr.BadInputf("%d trajectories have an infinite reward or one of magnitude above %g: %s; a reward must be a finite number of at most that size (%s)",
+		len(rows), rewardLimit(scale), listRows(rows), why)
+}
 
 // maxLogprob is the largest sampling logprob taken. A log-probability is
 // ≤ 0; a sampler's log-softmax in float32 can round a near-certain

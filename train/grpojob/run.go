@@ -219,7 +219,8 @@ func loadInputs(ctx context.Context, base *trainer.Base, o Options, in *fileset.
 		lens.RowLen = o.PackedSeqLen
 	}
 	var held trainer.HeldOut
-	gs, err := loadGroups(ctx, base.Text, in, layout.Options{Kwargs: kw}, rk, o.AllowNoLogprobs, lens, &held)
+	scale, _ := grpo.ParseScale(o.ScaleRewards) // checked by Validate
+	gs, err := loadGroups(ctx, base.Text, in, layout.Options{Kwargs: kw}, rk, scale, o.AllowNoLogprobs, lens, &held)
 	if err != nil {
 		return nil, err
 	}

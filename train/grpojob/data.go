@@ -117,13 +117,16 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 			}
 			ex := trainer.Example{Seqs: seqs}
 			why := ""
+			// The length check comes last: it records the rows it warns
+			// of (lens.Report), and a row left out for another reason
+			// never trains, so neither its length nor its memory matters.
 			switch {
 			case ex.Trainable() == 0:
 				why = "no_trainable"
-			case lens != nil && lens.Check(&ex, fmt.Sprintf("%s (group %s, trajectory %s)", where, g.ID, t.ID)):
-				why = "too_long"
 			case !allowNoLogprobs && missingLogprobs(&ex):
 				why = "no_logprobs"
+			case lens != nil && lens.Check(&ex, fmt.Sprintf("%s (group %s, trajectory %s)", where, g.ID, t.ID)):
+				why = "too_long"
 			}
 			if why != "" {
 				ex.Seqs = nil

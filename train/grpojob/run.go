@@ -234,7 +234,7 @@ func loadInputs(ctx context.Context, base *trainer.Base, o Options, in *fileset.
 		return nil, stageerr.BadInputf("no groups in %s", trainer.InputList(in.Names()))
 	}
 	warnNoLogprobs(gs, o.Log)
-	warnNoTrainable(gs, o.Log)
+	warnNoTrainable(gs, o.AllowNoLogprobs, o.Log)
 	var env []string
 	for _, g := range gs {
 		for _, m := range g.EnvMetrics {
@@ -270,14 +270,20 @@ func warnNoLogprobs(gs []group, log *slog.Logger) {
 // its Choices train). Each step only counted them (no_trainable_tokens)
 // in an info line, so a run on such files trained nothing and exited 0.
 // ART's allow_training_without_logprobs trains plain assistant messages;
-// --allow-no-logprobs does not, so the warning says so.
-func warnNoTrainable(gs []group, log *slog.Logger) {
+// --allow-no-logprobs does not, so the warning says so; given, the flag
+// trains a marked turn without its sampled logprobs, which the warning
+// then does not ask for.
+func warnNoTrainable(gs []group, allowNoLogprobs bool, log *slog.Logger) {
 	rows, total := leftOut(gs, func(g group) []string { return g.NoTrainable })
 	if log == nil || len(rows) == 0 {
 		return
 	}
-	log.Warn(fmt.Sprintf("%d of %d scored trajectories have no trainable turn and are not trained: %s; only assistant turns whose message has trainable: true, with the token_ids and logprobs their server sampled, train (hone-collect and the proxy mark them; hone-inspect from-jsonl marks ART's Choices, not plain assistant messages), and --allow-no-logprobs does not make a turn trainable",
-		len(rows), total, listRows(rows)))
+	const marked = "(hone-collect and the proxy mark them; hone-inspect from-jsonl marks ART's Choices, not plain assistant messages)"
+	fix := "only assistant turns whose message has trainable: true, with the token_ids and logprobs their server sampled, train " + marked + ", and --allow-no-logprobs does not make a turn trainable"
+	if allowNoLogprobs {
+		fix = "only assistant turns whose message has trainable: true train " + marked + "; under --allow-no-logprobs, as given, a turn marked trainable trains without sampled logprobs, but --allow-no-logprobs does not make a turn trainable"
+	}
+	log.Warn(fmt.Sprintf("%d of %d scored trajectories have no trainable turn and are not trained: %s; %s", len(rows), total, listRows(rows), fix))
 }
 
 // leftOut gathers the rows of gs that which names (left out of training,

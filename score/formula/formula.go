@@ -36,7 +36,11 @@ type Scorer struct {
 	// watch lists the names the expression reads, bare (in "") or looked
 	// up, that seen records the rows' holding of (Unseen).
 	watch []lookup
-	seen  seen
+	// onlyTested are the watched lookups no ?? or nil test guards: an in
+	// test (or a branch it leads to) is all that reaches them, so a row
+	// without one never reads it as nil.
+	onlyTested map[lookup]bool
+	seen       seen
 }
 
 // lookup is one constant key read from the metrics or components map.
@@ -55,7 +59,7 @@ func New(component, src string) (*Scorer, error) {
 		return nil, fmt.Errorf("formula %q does not parse: %v", src, err)
 	}
 	v := &identVisitor{free: map[string]bool{}, bound: map[string]bool{}, guarded: map[file.Location]bool{}, keys: map[lookup]bool{}, tested: map[lookup]bool{},
-		guardedIdent: map[*ast.IdentifierNode]bool{}}
+		inTests: map[lookup]bool{}, nilGuarded: map[lookup]bool{}, guardedIdent: map[*ast.IdentifierNode]bool{}}
 	ast.Walk(&tree.Node, v)
 	var names, must []string
 	for n := range v.free {
@@ -83,6 +87,16 @@ func New(component, src string) (*Scorer, error) {
 		}
 	}
 	slices.SortFunc(lookups, func(a, b lookup) int { return strings.Compare(a.in+"\x00"+a.key, b.in+"\x00"+b.key) })
+	// A key tested for against the map ("judeg" in metrics ? 1 : 0) and
+	// never read is watched as a read one is: misspelt, the test is false
+	// on every row.
+	var testedOnly []lookup
+	for l := range v.inTests {
+		if !v.bound[l.in] && !v.keys[l] {
+			testedOnly = append(testedOnly, l)
+		}
+	}
+	slices.SortFunc(testedOnly, func(a, b lookup) int { return strings.Compare(a.in+"\x00"+a.key, b.in+"\x00"+b.key) })
 	// A metric or component may bear the name of one of expr's built-in
 	// functions (count, duration, sum, ...): read as a value, the name is
 	// the trajectory's, so the builtin is switched off for it.
@@ -104,7 +118,12 @@ func New(component, src string) (*Scorer, error) {
 		return nil, fmt.Errorf("formula %q does not compile: %v", src, err)
 	}
 	s := &Scorer{component: component, src: src, prog: prog, names: names, must: must, comps: comps, lookups: lookups,
-		watch: watchNames(names, must, lookups, v.tested)}
+		watch: append(watchNames(names, must, lookups, v.tested), testedOnly...), onlyTested: map[lookup]bool{}}
+	for _, l := range s.watch {
+		if l.in != "" && !v.nilGuarded[l] {
+			s.onlyTested[l] = true
+		}
+	}
 	s.seen.found = make([]bool, len(s.watch))
 	s.seen.left.Store(int64(len(s.watch)))
 	s.seen.metrics, s.seen.comps = map[string]bool{}, map[string]bool{}
@@ -125,6 +144,10 @@ type identVisitor struct {
 	// for: the expression means to go on without them.
 	tested map[lookup]bool
 	keys   map[lookup]bool // every constant key read, guarded or not
+	// inTests are the keys an in test asks the metrics or components map
+	// itself for ("x" in metrics, "x" in keys(components)); nilGuarded
+	// those a ?? or nil test guards, read as nil where missing.
+	inTests, nilGuarded map[lookup]bool
 	// Each identifier read, and those a ?? or nil test guards (reward ??
 	// 0): a bare name read only so may be missing, and is nil then.
 	idents       []*ast.IdentifierNode
@@ -286,6 +309,7 @@ func (v *identVisitor) guard(n *ast.BinaryNode) {
 		if l, at, ok := mapKey(m); ok {
 			v.guarded[at] = true
 			v.tested[l] = true
+			v.nilGuarded[l] = true
 		}
 		if id, ok := m.(*ast.IdentifierNode); ok {
 			v.guardedIdent[id] = true
@@ -317,8 +341,34 @@ func (v *identVisitor) guard(n *ast.BinaryNode) {
 		if key, ok := n.Left.(*ast.StringNode); ok {
 			v.tested[lookup{"metrics", key.Value}] = true
 			v.tested[lookup{"components", key.Value}] = true
+			if m := testedMap(n.Right); m != "" {
+				v.inTests[lookup{m, key.Value}] = true
+			}
 		}
 	}
+}
+
+// testedMap returns the map an in test asks, metrics or components,
+// when n is that map or keys of it; "" otherwise (a list of names).
+func testedMap(n ast.Node) string {
+	var arg ast.Node = n
+	switch c := n.(type) {
+	case *ast.BuiltinNode:
+		if c.Name != "keys" || len(c.Arguments) != 1 {
+			return ""
+		}
+		arg = c.Arguments[0]
+	case *ast.CallNode:
+		callee, ok := c.Callee.(*ast.IdentifierNode)
+		if !ok || callee.Value != "keys" || len(c.Arguments) != 1 {
+			return ""
+		}
+		arg = c.Arguments[0]
+	}
+	if id, ok := arg.(*ast.IdentifierNode); ok && lookupMap(id.Value) {
+		return id.Value
+	}
+	return ""
 }
 
 // lookupMap reports whether name is a map whose constant keys must be on

@@ -33,6 +33,9 @@ type Unseen struct {
 	Rows    int64  // rows scored
 	Closest string // the rows' name nearest in spelling, "" when none is near
 	Has     string // what the rows had: "metrics a, b; components env"
+	// Tested: only an in test reaches the name ("judeg" in metrics ?
+	// metrics.judeg : 0), so no row read it as nil: the test was false.
+	Tested bool
 }
 
 // watchNames lists what record looks for: the names the expression
@@ -93,8 +96,8 @@ func (s *Scorer) record(metrics, comps map[string]any) {
 }
 
 // Unseen returns the names the expression reads that no row it scored
-// had, in the order of the expression's sorted names, then lookups;
-// none when it scored no row.
+// had, in the order of the expression's sorted names, then lookups,
+// then the keys only tested for; none when it scored no row.
 func (s *Scorer) Unseen() []Unseen {
 	s.seen.mu.Lock()
 	defer s.seen.mu.Unlock()
@@ -117,7 +120,7 @@ func (s *Scorer) Unseen() []Unseen {
 		if s.seen.found[i] {
 			continue
 		}
-		u := Unseen{Name: w.key, Rows: s.seen.rows, Has: strings.Join(has, "; ")}
+		u := Unseen{Name: w.key, Rows: s.seen.rows, Has: strings.Join(has, "; "), Tested: s.onlyTested[w]}
 		cands := append(slices.Clone(metrics), comps...)
 		switch w.in {
 		case "metrics":

@@ -101,7 +101,7 @@ func (s Summary) String() string {
 // file: the caller decides whether to keep it. So it is with
 // ErrJudgeFailedAll, when the judge failed every group it was given. Bad options are
 // stageerr.ErrUsage, bad input files stageerr.ErrBadInput.
-func Run(ctx context.Context, opts Options) error {
+func Run(ctx context.Context, opts Options) (runErr error) {
 	sum := Summary{PricePrompt: opts.PricePrompt, PriceCompl: opts.PriceCompletion}
 	var meter *judge.Meter
 	if opts.Summary != nil {
@@ -130,7 +130,12 @@ func Run(ctx context.Context, opts Options) error {
 	defer func() {
 		sum.Ruler = rulerCuts(chain, opts, log)
 		rulerIdentical(chain, log)
-		formulaUnseen(chain, log)
+		// A failed run's error says what to fix; a name unseen on the
+		// few rows scored before it would only draw the eye from it. A
+		// stopped run keeps its output, and the warning holds for it.
+		if runErr == nil || errors.Is(runErr, stageerr.ErrInterrupted) {
+			formulaUnseen(chain, log)
+		}
 		if n, g, spec := chain.PassedOther(); n > 0 {
 			log.Warn("--only-missing passed through groups that another chain scored: their rows keep that chain's values, this chain was not applied to them (re-score without --only-missing to apply it)",
 				"groups", n, "first", g, "its_chain", spec, "this_chain", chain.Spec)

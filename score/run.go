@@ -439,7 +439,7 @@ func buildJudge(ctx context.Context, opts Options, log *slog.Logger, files *file
 		// The temperature goes in each request (ruler.Scorer), where the
 		// cache's key sees it.
 		oo := judge.OpenAIOptions{BaseURL: base, APIKey: key, Timeout: opts.JudgeTimeout, MaxTokens: opts.JudgeMaxTokens, ResponseFormat: opts.JudgeFormat,
-			ExplanationMaxChars: opts.JudgeExplanationMax}
+			ExplanationMaxChars: opts.JudgeExplanationMax, ContextTokens: opts.JudgeContextTokens, Tokenizer: opts.JudgeTokenizer != ""}
 		oj := judge.NewOpenAI(oo)
 		j, served = oj, oj.Served
 		shown := base

@@ -36,7 +36,12 @@ type OpenAIOptions struct {
 	// (maxLength); 0 leaves it out, as OpenAI's strict mode requires. See
 	// SchemaOptions.
 	ExplanationMaxChars int
-	HTTPClient          *http.Client
+	// ContextTokens is hone-score's --judge-context-tokens (0: not given)
+	// and Tokenizer whether --judge-tokenizer counts for it: they choose
+	// the hint on an answer refusing the prompt for the judge's context.
+	ContextTokens int
+	Tokenizer     bool
+	HTTPClient    *http.Client
 }
 
 // Response formats a judge request can ask for.
@@ -130,7 +135,7 @@ func (o *OpenAI) Judge(ctx context.Context, req Request) (Verdict, error) {
 			// was sent.
 			return Verdict{}, withUsage(ctx.Err(), usage)
 		}
-		return Verdict{}, classify(err, callCtx, o.opts.Timeout, usage, req.Model)
+		return Verdict{}, classify(err, callCtx, o.opts.Timeout, usage, req.Model, o.contextHint())
 	}
 	usage.PromptTokens = resp.Usage.PromptTokens
 	usage.CompletionTokens = resp.Usage.CompletionTokens
@@ -231,6 +236,21 @@ func (o *OpenAI) raiseWords(wrote int64) string {
 	return "raise --judge-max-tokens (within the server's own cap, such as hone-serve's --max-tokens)"
 }
 
+// contextHint says what to do when the judge refuses a prompt as longer
+// than its context: give --judge-context-tokens, or, given, lower it to
+// the judge's real context (what was given is larger, or the count of
+// the prompt's tokens falls short of the judge's).
+func (o *OpenAI) contextHint() string {
+	const tok = "--judge-tokenizer (the judge's tokenizer.json) where the estimate of 3 bytes a token falls short"
+	switch {
+	case o.opts.ContextTokens <= 0:
+		return "the ruler prompt is longer than the judge's context: hone-score --judge-context-tokens N (the judge's context length) cuts it to fit, counting with " + tok
+	case !o.opts.Tokenizer:
+		return fmt.Sprintf("the ruler prompt fits --judge-context-tokens %d but not the judge's context: give the judge's context length or less, and count with %s", o.opts.ContextTokens, tok)
+	}
+	return fmt.Sprintf("the ruler prompt fits --judge-context-tokens %d, counted with --judge-tokenizer, but not the judge's context: give the judge's context length or less, and check that --judge-tokenizer is the judge's own", o.opts.ContextTokens)
+}
+
 // classify turns a client error into a judge Error, deciding whether a
 // retry may help: rate limits, server errors and timeouts may pass;
 // authentication, unknown models and bad requests will not, nor
@@ -240,7 +260,7 @@ func (o *OpenAI) raiseWords(wrote int64) string {
 // however often it is asked; retry.Answer). The error names the answer
 // by its status and its body's code (retry.Label: logits_not_finite,
 // model_not_found, as collect's model calls do) and the server's message.
-func classify(err error, callCtx context.Context, timeout time.Duration, usage Usage, model string) error {
+func classify(err error, callCtx context.Context, timeout time.Duration, usage Usage, model, contextHint string) error {
 	var apiErr *openai.Error
 	switch {
 	case errors.As(err, &apiErr):
@@ -260,8 +280,7 @@ func classify(err error, callCtx context.Context, timeout time.Duration, usage U
 		if retry.ContextFull(status, apiErr.Code, apiErr.Type, apiErr.Message) {
 			// The server asks to shorten the messages, which a scorer
 			// cannot do; the flags that cut the prompt can.
-			msg += ": the ruler prompt is longer than the judge's context: hone-score --judge-context-tokens N (the judge's context length) cuts it to fit, " +
-				"counting with --judge-tokenizer (the judge's tokenizer.json) where the estimate of 3 bytes a token falls short"
+			msg += ": " + contextHint
 		}
 		where := "the judge"
 		if apiErr.Request != nil && apiErr.Request.URL != nil {

@@ -540,61 +540,80 @@ func Setup(ctx context.Context, base *Base, o *Options, config any, resume Resum
 		return nil, stageerr.Usagef("%s already has %s: pass --resume to continue it, or choose another --run", run.Dir, runfolder.StepName(last))
 	}
 	if has {
-		saved, err := run.ReadConfig(last)
-		if err != nil {
+		if err := resumeRun(run, last, prep, o, config, log); err != nil {
 			return nil, err
 		}
-		o.StepsCrossEpochs = savedCrossEpochs(saved)
-		if o.StepsCrossEpochs && log != nil {
-			log.Info("the run was started before each epoch ended on a step of its own: it keeps its data order, where a step may cross into the next epoch", "run", run.Dir)
-		}
-		now, err := json.MarshalIndent(savedConfig{config}, "", "  ")
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range backendChanges(saved, now) {
-			if log != nil {
-				log.Warn("resuming with another backend configuration than the run's: the steps from here may round differently from an uninterrupted run",
-					"option", c.key, "run_has", c.run, "command_gives", c.now, "run", run.Dir)
-			}
-		}
-		prep.kwargsIdle = savedKwargsIdle(saved)
-		mayChange := o.MayChange
-		if prep.kwargsIdle {
-			mayChange = append(slices.Clone(mayChange), kwargsKey)
-		}
-		if err := refuseChanges(run, last, saved, now, mayChange); err != nil {
-			return nil, err
-		}
-		keepIdleKwargs(saved, prep.kwargsIdle, o)
-		prep.Ad, prep.Opt, prep.State, err = Restore(run, last, m, o.AdamWParams(), o.MaxGradNorm)
-		if err != nil {
-			return nil, err
-		}
-		prep.Done = last
-		if err := run.DropStepsAfter(last); err != nil {
-			return nil, err
-		}
-		if err := run.RepairMetrics(last, prep.State.Metrics); err != nil {
-			return nil, err
-		}
-		if err := repairEval(run, last, log); err != nil {
-			return nil, err
-		}
-		// A call that DeferKwargs may yet refuse changes nothing of the
-		// run's: its new --keep-last pruned steps before the refusal.
-		apply := func() error { return applyCheckpointChanges(run, last, saved, now, o, log) }
-		if o.deferKwargs {
-			prep.applyDeferred = apply
-		} else if err := apply(); err != nil {
-			return nil, err
-		}
-		if log != nil {
-			log.Info("resuming", "run", run.Dir, "from", runfolder.StepName(last))
-		}
-		ok = true
-		return prep, nil
+	} else if err := startFresh(run, prep, o, initAd, resume, log); err != nil {
+		return nil, err
 	}
+	ok = true
+	return prep, nil
+}
+
+// resumeRun is Setup's restore of the run's latest step, last, into
+// prep: config must match the saved config as Setup says.
+func resumeRun(run *checkpoint.Run, last int, prep *Prepared, o *Options, config any, log *slog.Logger) error {
+	m := prep.Model
+	saved, err := run.ReadConfig(last)
+	if err != nil {
+		return err
+	}
+	o.StepsCrossEpochs = savedCrossEpochs(saved)
+	if o.StepsCrossEpochs && log != nil {
+		log.Info("the run was started before each epoch ended on a step of its own: it keeps its data order, where a step may cross into the next epoch", "run", run.Dir)
+	}
+	now, err := json.MarshalIndent(savedConfig{config}, "", "  ")
+	if err != nil {
+		return err
+	}
+	for _, c := range backendChanges(saved, now) {
+		if log != nil {
+			log.Warn("resuming with another backend configuration than the run's: the steps from here may round differently from an uninterrupted run",
+				"option", c.key, "run_has", c.run, "command_gives", c.now, "run", run.Dir)
+		}
+	}
+	prep.kwargsIdle = savedKwargsIdle(saved)
+	mayChange := o.MayChange
+	if prep.kwargsIdle {
+		mayChange = append(slices.Clone(mayChange), kwargsKey)
+	}
+	if err := refuseChanges(run, last, saved, now, mayChange); err != nil {
+		return err
+	}
+	keepIdleKwargs(saved, prep.kwargsIdle, o)
+	prep.Ad, prep.Opt, prep.State, err = Restore(run, last, m, o.AdamWParams(), o.MaxGradNorm)
+	if err != nil {
+		return err
+	}
+	prep.Done = last
+	if err := run.DropStepsAfter(last); err != nil {
+		return err
+	}
+	if err := run.RepairMetrics(last, prep.State.Metrics); err != nil {
+		return err
+	}
+	if err := repairEval(run, last, log); err != nil {
+		return err
+	}
+	// A call that DeferKwargs may yet refuse changes nothing of the
+	// run's: its new --keep-last pruned steps before the refusal.
+	apply := func() error { return applyCheckpointChanges(run, last, saved, now, o, log) }
+	if o.deferKwargs {
+		prep.applyDeferred = apply
+	} else if err := apply(); err != nil {
+		return err
+	}
+	if log != nil {
+		log.Info("resuming", "run", run.Dir, "from", runfolder.StepName(last))
+	}
+	return nil
+}
+
+// startFresh is Setup's start of a fresh run in prep: a new adapter (or
+// initAd, the --init-adapter), and the run folder's leftovers cleared.
+func startFresh(run *checkpoint.Run, prep *Prepared, o *Options, initAd *model.Adapter, resume ResumeMode, log *slog.Logger) error {
+	m := prep.Model
+	var err error
 	if resume == Resume && log != nil {
 		log.Warn("--resume: the run folder has no step to continue from: starting a fresh run (check --run and --out if you meant an existing run)",
 			"run", run.Dir)
@@ -604,25 +623,24 @@ func Setup(ctx context.Context, base *Base, o *Options, config any, resume Resum
 	// the rows are read (CheckDeferredKwargs).
 	o.KwargsIdle = !o.deferKwargs && slices.Contains(o.MayChange, kwargsKey)
 	if err := run.DropStepsAfter(0); err != nil { // nor step folders, which no latest named
-		return nil, err
+		return err
 	}
 	if err := run.RepairMetrics(0, nil); err != nil { // a fresh run starts with no rows
-		return nil, err
+		return err
 	}
 	if err := repairEval(run, 0, log); err != nil { // an eval of step 0 (the base model) holds
-		return nil, err
+		return err
 	}
 	if prep.Ad, err = freshAdapter(m, o, initAd); err != nil {
-		return nil, err
+		return err
 	}
 	if err := prep.Ad.Place(m.Backend()); err != nil {
-		return nil, err
+		return err
 	}
 	if prep.Opt, err = NewAdamW(prep.Ad, o.AdamWParams(), o.MaxGradNorm); err != nil {
-		return nil, err
+		return err
 	}
-	ok = true
-	return prep, nil
+	return nil
 }
 
 // freshAdapter is the adapter a fresh run starts from: initAd (its

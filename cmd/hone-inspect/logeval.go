@@ -111,47 +111,14 @@ func runLogEval(ctx context.Context, a *app, opts logEvalOptions, args []string)
 	if !ok {
 		return cli.BadInput(fmt.Errorf("%s is not a training run folder: it has no %s (give the folder hone-train writes, OUT/RUN)", opts.Run, runfolder.LatestName))
 	}
-	r, err := a.openInputs(ctx, args)
+	ev, metrics, err := aggregateEval(ctx, a, opts, args)
 	if err != nil {
 		return err
-	}
-	defer r.Close()
-	a.warnRepeated("log-eval", r.set) // its eval metrics count the file once
-	// The run is named after its folder, as hone-serve names it; the
-	// absolute path names it for --run . or --run .. too.
-	abs, err := filepath.Abs(opts.Run)
-	if err != nil {
-		return fmt.Errorf("--run %s: %w", opts.Run, err)
-	}
-	ev := evalAgg{runName: filepath.Base(abs), step: opts.Step}
-	for {
-		g, err := r.Next(ctx)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return classify(err)
-		}
-		file, row, _ := r.Where(g.ID)
-		if err := ev.add(g, opts.Split, file, row); err != nil {
-			return cli.BadInput(err)
-		}
-	}
-	metrics, err := ev.metrics()
-	if err != nil {
-		return cli.BadInput(err)
 	}
 	if ev.step > last {
 		return cli.BadInput(fmt.Errorf("step %d is after the run's latest, %s: an eval belongs to a step the run has saved", ev.step, runfolder.StepName(last)))
 	}
-	if ev.otherSplit != "" {
-		a.log.Warn("episodes labelled with another split: check that they are held out (hone-collect --split val, with a --seed of its own)",
-			"split", opts.Split, "rows_split", ev.otherSplit, "rows", ev.otherCount)
-	}
-	if ev.inSplit > 0 && ev.unlabelled > 0 {
-		a.log.Warn("episodes without a split beside episodes of the split logged: hone-train trains unlabelled rows, so they are not held out (hone-collect --split val plays only a scenario file's val scenarios)",
-			"split", opts.Split, "rows_split", "none", "rows", ev.unlabelled)
-	}
+	warnEvalSplits(a, opts.Split, ev)
 	unlock, err := run.LockWait(ctx, 200*time.Millisecond, func() {
 		a.log.Info("waiting for the run's lock (hone-train is training it)", "run", opts.Run)
 	})
@@ -212,6 +179,55 @@ func runLogEval(ctx context.Context, a *app, opts logEvalOptions, args []string)
 	}
 	_, err = fmt.Fprintf(a.stdout, "%s\n", b)
 	return err
+}
+
+// aggregateEval reads the episodes of the input files args into the
+// eval of opts.Step and returns it with its metrics.
+func aggregateEval(ctx context.Context, a *app, opts logEvalOptions, args []string) (*evalAgg, map[string]float64, error) {
+	r, err := a.openInputs(ctx, args)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer r.Close()
+	a.warnRepeated("log-eval", r.set) // its eval metrics count the file once
+	// The run is named after its folder, as hone-serve names it; the
+	// absolute path names it for --run . or --run .. too.
+	abs, err := filepath.Abs(opts.Run)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--run %s: %w", opts.Run, err)
+	}
+	ev := &evalAgg{runName: filepath.Base(abs), step: opts.Step}
+	for {
+		g, err := r.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, nil, classify(err)
+		}
+		file, row, _ := r.Where(g.ID)
+		if err := ev.add(g, opts.Split, file, row); err != nil {
+			return nil, nil, cli.BadInput(err)
+		}
+	}
+	metrics, err := ev.metrics()
+	if err != nil {
+		return nil, nil, cli.BadInput(err)
+	}
+	return ev, metrics, nil
+}
+
+// warnEvalSplits warns of episodes in ev that may not be held out: of
+// another split than the one logged, or of none beside it.
+func warnEvalSplits(a *app, split string, ev *evalAgg) {
+	if ev.otherSplit != "" {
+		a.log.Warn("episodes labelled with another split: check that they are held out (hone-collect --split val, with a --seed of its own)",
+			"split", split, "rows_split", ev.otherSplit, "rows", ev.otherCount)
+	}
+	if ev.inSplit > 0 && ev.unlabelled > 0 {
+		a.log.Warn("episodes without a split beside episodes of the split logged: hone-train trains unlabelled rows, so they are not held out (hone-collect --split val plays only a scenario file's val scenarios)",
+			"split", split, "rows_split", "none", "rows", ev.unlabelled)
+	}
 }
 
 // bestConfig is what log-eval needs of the run's saved options.

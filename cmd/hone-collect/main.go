@@ -61,7 +61,8 @@ first answer, writes nothing, and names the models the server lists; a
 404 after the model answered fails its episode only), or the environment failed
 as it started (a program that crashed, a server out of reach); 2 bad usage or input (an --env-opt the environment refuses, a
 command or path that is not there); 130 interrupted. After failed episodes or an interrupt, the finished
-groups are still written, failed episodes as rows with their error.
+groups are still written, failed episodes as rows with their error; an
+interrupt before any group finished writes nothing.
 
 Unlike ART, whose gather aborts on the first exception, a run is not
 stopped by one failed episode: it is written with its error, counted in the
@@ -190,6 +191,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if started && !errors.Is(runErr, stageerr.ErrUsage) && !errors.Is(runErr, collect.ErrModelNotFound) {
 			fmt.Fprintln(stderr, "hone-collect: "+final.String())
 		}
+		if errors.Is(runErr, stageerr.ErrInterrupted) && started && final.Groups == 0 {
+			// A file of no rows would replace the previous output (a
+			// round's file, an object) with nothing, as if a run of
+			// nothing had been played.
+			fmt.Fprintln(stderr, "hone-collect: no group finished before the interrupt: "+nothingWritten(sf.Output))
+			return runErr
+		}
 		if errors.Is(runErr, stageerr.ErrInterrupted) && started || errors.Is(runErr, collect.ErrTooManyFailures) || errors.Is(runErr, collect.ErrAllFailed) {
 			return nil // keep the whole groups finished, failed episodes as rows with their error
 		}
@@ -202,6 +210,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		err = runErr
 	}
 	return err
+}
+
+// nothingWritten says that the output out (-o; "" or "-": stdout) was
+// not written, and an existing file or object not touched.
+func nothingWritten(out string) string {
+	if out == "" || out == cli.Stdin {
+		return "nothing was written to stdout"
+	}
+	return "nothing was written; an existing " + out + " is left as it was"
 }
 
 const proxyUsage = `hone-collect proxy records the conversations of your own agent: point its

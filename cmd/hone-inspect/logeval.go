@@ -346,6 +346,9 @@ func (e *evalAgg) metrics() (map[string]float64, error) {
 	if e.episodes == 0 {
 		return nil, fmt.Errorf("no episodes in the inputs")
 	}
+	if len(e.rewards) == 0 && e.episodes == 1 {
+		return nil, fmt.Errorf("the only episode failed: nothing to evaluate (see its error with hone-inspect stats)")
+	}
 	if len(e.rewards) == 0 {
 		return nil, fmt.Errorf("every one of the %d episodes failed: nothing to evaluate (see their errors with hone-inspect stats)", e.episodes)
 	}

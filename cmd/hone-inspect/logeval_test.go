@@ -305,3 +305,15 @@ func TestLogEvalHugeRewards(t *testing.T) {
 		t.Errorf("row %v; want reward 5e307, std dev %g, bytes 1.5e308", row, math.Sqrt(0.75)*1e308)
 	}
 }
+
+// TestLogEvalOneFailedEpisodeWording: a file of one episode, failed, is
+// refused in words for one: it said "every one of the 1 episodes failed".
+func TestLogEvalOneFailedEpisodeWording(t *testing.T) {
+	rl := evalRun(t, 1)
+	p := filepath.Join(t.TempDir(), "s1.parquet")
+	evalFile(t, p, "rl@1", nil)
+	r := run(t, nil, "log-eval", "--run", rl.Dir, p)
+	if r.code == 0 || strings.Contains(r.stderr, "1 episodes") || !strings.Contains(r.stderr, "the only episode failed") {
+		t.Errorf("exit %d, stderr %q; want a refusal saying the only episode failed", r.code, r.stderr)
+	}
+}

@@ -120,7 +120,7 @@ func runReport(ctx context.Context, a *app, opts reportOptions, args []string) e
 	for i := range manifests {
 		manifests[i].run = in.Runs[i].Name
 	}
-	evals, err := evalFiles(ctx, opts.Evals)
+	evals, err := a.evalFiles(ctx, opts.Evals)
 	if err != nil {
 		return err
 	}
@@ -133,7 +133,7 @@ func runReport(ctx context.Context, a *app, opts reportOptions, args []string) e
 		in.Sources = append(in.Sources, p)
 	}
 	if len(opts.Trajectories) > 0 {
-		if err := readTrajectories(ctx, &in, opts.Trajectories, a.stdin, manifests); err != nil {
+		if err := a.readTrajectories(ctx, &in, opts.Trajectories, manifests); err != nil {
 			return err
 		}
 	}
@@ -366,8 +366,10 @@ func nameApart(runs []report.RunInput, args []string) {
 }
 
 // evalFiles resolves the --eval arguments by the rule of every input
-// (fileset): a file as named, a glob, or the *.json files of a folder.
-func evalFiles(ctx context.Context, args []string) ([]string, error) {
+// (fileset): a file as named, a glob, or the *.json files of a folder. A
+// file named twice is read once, and said so (warnRepeated): the eval
+// table would otherwise look like the file's own.
+func (a *app) evalFiles(ctx context.Context, args []string) ([]string, error) {
 	if len(args) == 0 {
 		return nil, nil
 	}
@@ -376,18 +378,21 @@ func evalFiles(ctx context.Context, args []string) ([]string, error) {
 		return nil, err
 	}
 	defer set.Close()
+	a.warnRepeated("report", set)
 	return set.Names(), nil
 }
 
 // readTrajectories reads the trajectory files into in, each placed at the
 // step of the run whose manifest lists it (matched by size and checksum,
-// so a file is found wherever the report runs from).
-func readTrajectories(ctx context.Context, in *report.Input, args []string, stdin io.Reader, manifests []runManifest) error {
-	set, err := cli.ResolveInputs(ctx, args, fileset.Options{Stdin: stdin})
+// so a file is found wherever the report runs from). A file named twice
+// is read once, and said so (warnRepeated).
+func (a *app) readTrajectories(ctx context.Context, in *report.Input, args []string, manifests []runManifest) error {
+	set, err := cli.ResolveInputs(ctx, args, fileset.Options{Stdin: a.stdin})
 	if err != nil {
 		return err
 	}
 	defer set.Close()
+	a.warnRepeated("report", set)
 	paths := set.Names()
 	var files []report.TrajFile
 	for i, p := range paths {

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"path"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -15,6 +18,7 @@ import (
 	"github.com/hone-rl/hone/collect/env/mcpenv"
 	"github.com/hone-rl/hone/collect/env/stdio"
 	"github.com/hone-rl/hone/collect/proxy"
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/internal/flagval"
 	"github.com/hone-rl/hone/internal/stageerr"
@@ -165,6 +169,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if _, err := cli.ChooseOutput(sf.Output, cli.IsTerminal(stdout), true); err != nil {
 		return err
 	}
+	warnOutputName(log, sf.Output)
 	var last collect.Stats
 	opts.Log = log
 	opts.Progress = func(s collect.Stats) {
@@ -210,6 +215,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		err = runErr
 	}
 	return err
+}
+
+// warnOutputName warns of an -o name whose extension is not .parquet
+// (out.jsonl, out.json): the output is Parquet whatever its name, and the
+// stages that read a folder take only its *.parquet files. Warned, not
+// refused: no stage refuses an output by its name, and a name without an
+// extension (a FIFO, /dev/stdout) or a shard's DIR/ is no mistake.
+func warnOutputName(log *slog.Logger, out string) {
+	ext := path.Ext(path.Base(filepath.ToSlash(fileset.DisplayName(out))))
+	if out == "" || strings.HasSuffix(out, "/") || ext == "" || ext == ".parquet" {
+		return
+	}
+	log.Warn(fmt.Sprintf("-o %s: hone-collect writes Parquet whatever the name; the stages reading a folder take only its *.parquet files: name it .parquet (hone-inspect to-jsonl converts to JSON lines)", fileset.DisplayName(out)))
 }
 
 // nothingWritten says that the output out (-o; "" or "-": stdout) was

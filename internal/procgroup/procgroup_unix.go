@@ -9,9 +9,12 @@ import (
 )
 
 // Own makes cmd, not yet started, start in a process group of its own,
-// whose id is its pid, so that Kill reaches what it starts too.
+// whose id is its pid, so that Kill reaches what it starts too. Where the
+// system can (Linux), the program is also killed when the command dies
+// without its clean-up (SIGKILL, the OOM killer): tieToParent.
 func Own(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	tieToParent(cmd.SysProcAttr)
 }
 
 // Kill kills every process in the process group of cmd, started after

@@ -438,6 +438,7 @@ func (o *Options) prepare() (scripted bool, policyName string, err error) {
 	default:
 		return false, "", stageerr.Usagef("--split %q: want train, val or test", o.Split)
 	}
+	o.warnHeldOutSeed()
 	if scripted, policyName, err = parsePolicy(o.Policy); err != nil {
 		return false, "", err
 	}
@@ -530,6 +531,19 @@ func (o *Options) checkRanges() error {
 		return stageerr.Usagef("--top-p %v: want more than 0 and at most 1, as vLLM and hone-serve take it%s", *p, greedy)
 	}
 	return nil
+}
+
+// warnHeldOutSeed warns of generated scenarios labelled val or test
+// under the default --seed: scenarios are a function of the seed, so they
+// are those a train run with the default seed plays, and an eval on them
+// measures training data. Warned, not given a seed of their own by
+// default: an eval set logged step after step must stay the same set, and
+// one made so before would change under the same command.
+func (o *Options) warnHeldOutSeed() {
+	if o.flags == nil || o.Scenarios != "" || o.flags.Changed("seed") || (o.Split != trajectory.SplitVal && o.Split != trajectory.SplitTest) {
+		return
+	}
+	o.Log.Warn(fmt.Sprintf("--split %s generates the same scenarios as a train run under the default --seed %d: give the held-out set a --seed of its own (e.g. --seed 800001), the same for every eval", o.Split, o.Seed))
 }
 
 // warnModelFlags warns once, naming them, of the model's flags given

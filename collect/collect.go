@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -48,6 +49,13 @@ var (
 // what finished before, so the caller keeps none.
 var ErrModelNotFound = errors.New("model not found")
 
+// ErrUnreachable is the failure of a run stopped, with no --max-failures
+// given, once its first group finished with every episode failing to
+// connect to the model server (connection refused) and none succeeded:
+// each later episode would spend its retries the same way. Its output
+// holds only failed rows, so the caller keeps none.
+var ErrUnreachable = errors.New("model server unreachable")
+
 // Options configures a collection run.
 type Options struct {
 	Env         string            // environment for scenarios that name none (and for generated ones)
@@ -66,7 +74,7 @@ type Options struct {
 	Seed         int64
 	Run          string // run name recorded in every row
 	Policy       string // "model" or "scripted[:NAME]"
-	MaxFailures  string // a count ("10") or a fraction of episodes ("0.1"); "" = never stop early
+	MaxFailures  string // a count ("10") or a fraction of episodes ("0.1"); "" = stop early only for ErrUnreachable
 	// idTag tells the scenarios of a --scenarios file (scenariosTag), or the
 	// environment that generated them (envTag), apart in group ids (groupID);
 	// loadScenarios sets it.
@@ -112,7 +120,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.Seed, "seed", 1, "seed for generated scenarios, environments, scripted policies and request seeds")
 	fs.StringVar(&o.Run, "run", "collect", "run name recorded in every row and in ids (<run>-s<seed>-<tag>-g<place>, the tag a digest of the --scenarios file's scenarios, or of --env, --env-opt, --split and the scenarios generated for generated ones)")
 	fs.StringVar(&o.Policy, "policy", "model", "who plays: model, or scripted[:NAME] (the environment's scripted policy, no model calls)")
-	fs.StringVar(&o.MaxFailures, "max-failures", "", "stop once more episodes failed than this count, or this fraction of all episodes (e.g. 0.1), and exit 1; 0 stops at the first failure, as ART's gather does by default; default: never stop early, since a failed episode is kept as a row with its error that training skips (the run still exits 1 when every episode failed)")
+	fs.StringVar(&o.MaxFailures, "max-failures", "", "stop once more episodes failed than this count, or this fraction of all episodes (e.g. 0.1), and exit 1; 0 stops at the first failure, as ART's gather does by default; default: never stop early, since a failed episode is kept as a row with its error that training skips (the run still exits 1 when every episode failed), except when every episode of the first group failed to connect to the model server (connection refused) and none succeeded; give a count to play on regardless")
 	fs.StringVar(&o.Model.Model, "model", "", "model name to request, e.g. myrun for the latest adapter (required unless --policy scripted)")
 	fs.StringVar(&o.Model.BaseURL, "base-url", "", "OpenAI-compatible base URL, e.g. http://localhost:8000/v1 (default $OPENAI_BASE_URL)")
 	fs.StringVar(&o.Model.APIKey, "api-key", "", "API key (default $OPENAI_API_KEY)")
@@ -247,6 +255,13 @@ func (s Stats) String() string {
 		s.Groups, s.Total, s.Episodes, s.Failures, cut, s.Elapsed.Seconds(), rate, reward, s.Tokens)
 }
 
+// progress hands the counts so far to o.Progress, if set.
+func (o *Options) progress(st Stats) {
+	if o.Progress != nil {
+		o.Progress(st)
+	}
+}
+
 // summarize hands the final counts to o.Summary, if set.
 func (o *Options) summarize(st *Stats) {
 	if o.Summary != nil {
@@ -300,9 +315,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	st.Total = len(scs)
-	if o.Progress != nil {
-		o.Progress(st) // a progress line can show the total from the start
-	}
+	o.progress(st) // a progress line can show the total from the start
 	w := trajectory.NewWriter(o.Out, trajectory.WriterOptions{Metadata: map[string]string{"hone.collect.run": o.Run}})
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -360,14 +373,15 @@ func Run(ctx context.Context, o Options) error {
 			// in order now or after a stop below.
 			finished[r.group] = true
 			st.addGroup(pending[r.group], o.MaxTurns)
+			if err := unreachable(o, &tally, st.Groups, failed, succeeded); err != nil {
+				cancel(err)
+			}
 			for finished[next] {
 				write(next)
 				next++
 			}
 			st.Elapsed = time.Since(start)
-			if o.Progress != nil {
-				o.Progress(st)
-			}
+			o.progress(st)
 		}
 	}
 	gerr := g.Wait()
@@ -386,7 +400,7 @@ func Run(ctx context.Context, o Options) error {
 		return writeErr
 	case gerr != nil:
 		return gerr
-	case context.Cause(runCtx) != nil && errors.Is(context.Cause(runCtx), ErrTooManyFailures):
+	case errors.Is(context.Cause(runCtx), ErrTooManyFailures) || errors.Is(context.Cause(runCtx), ErrUnreachable):
 		return context.Cause(runCtx)
 	case ctx.Err() == nil && errors.Is(context.Cause(runCtx), ErrModelNotFound):
 		return model.notFoundAdvice(ctx, context.Cause(runCtx))
@@ -408,6 +422,23 @@ func tooManyFailures(o Options, scripted bool, t *errorTally, failed, succeeded,
 	}
 	return fmt.Errorf("%w: %d failed, more than --max-failures %s allows (%d of %d episodes), %s%s",
 		ErrTooManyFailures, failed, o.MaxFailures, maxFail, episodes, t.mostCommon(), advice)
+}
+
+// unreachable is the cause of a stop for a model server that refused
+// every connection (ErrUnreachable), once the first group finished (groups
+// finished so far) with all its episodes, and every one failed so far,
+// refused and none succeeded; nil otherwise, or when --max-failures was
+// given, whose count then decides alone.
+func unreachable(o Options, t *errorTally, groups, failed, succeeded int) error {
+	if o.MaxFailures != "" || groups != 1 || succeeded > 0 || failed == 0 || t.refused != failed {
+		return nil
+	}
+	where := o.Model.BaseURL
+	if where == "" {
+		where = "api.openai.com (no --base-url or $OPENAI_BASE_URL given)"
+	}
+	return fmt.Errorf("%w: the %d episodes ended so far, a whole group among them, all failed to connect to %s (connection refused), %s; check that the server is up and listens there (--base-url); the run stopped, as each episode spends its retries the same way (--max-failures N plays on regardless)",
+		ErrUnreachable, failed, where, t.mostCommon())
 }
 
 // prepare fills the defaults Run needs (flags moved into Model, a
@@ -591,6 +622,9 @@ type errorTally struct {
 	// envFail counts the errors of episodes that failed in the
 	// environment while the model answered every call.
 	envFail int
+	// refused counts the errors of episodes whose model call found no
+	// server listening (failRefused).
+	refused int
 }
 
 const maxDistinct = 64
@@ -609,6 +643,8 @@ func (t *errorTally) add(msg, id string, fail failKind) {
 		t.promptFull++
 	case failEnv:
 		t.envFail++
+	case failRefused:
+		t.refused++
 	}
 	if t.count == nil {
 		t.count, t.first, t.many = map[string]int{}, map[string]string{}, map[string]bool{}
@@ -1036,6 +1072,9 @@ const (
 	// failEnv: the environment failed (start, reset, step or close)
 	// while every model call was answered.
 	failEnv
+	// failRefused: a model call found no server listening (connection
+	// refused), after its retries.
+	failRefused
 )
 
 // watchedPolicy records whether its policy failed, and how many calls
@@ -1116,6 +1155,8 @@ func runEpisode(ctx context.Context, o Options, e env.Env, sc env.Scenario, pol 
 			return t, failPromptFull
 		case !watched.failed:
 			return t, envFailed()
+		case errors.Is(err, syscall.ECONNREFUSED):
+			return t, failRefused
 		}
 		return t, failOther
 	}

@@ -58,7 +58,10 @@ a file's val scenarios, or labels generated ones val (an eval set for
 hone-inspect log-eval; give it a --seed of its own).
 
 Exit codes: 0 ok; 1 failure: every episode failed, or more than
---max-failures did (by default the run never stops early), or a model
+--max-failures did (by default the run never stops early, but when every
+episode of the first group failed to connect to the model server, the
+connection refused, and none succeeded: it stops then and writes
+nothing), or a model
 call was answered 404 before any was answered (a --model the server does
 not serve, or a --base-url without the endpoint: the run stops at that
 first answer, writes nothing, and names the models the server lists; a
@@ -193,7 +196,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		// unknown scripted policy), or stopped at a model that is not
 		// served, writes nothing: a summary of its groups above the error
 		// would read as a run that was played and stopped.
-		if started && !errors.Is(runErr, stageerr.ErrUsage) && !errors.Is(runErr, collect.ErrModelNotFound) {
+		if started && !errors.Is(runErr, stageerr.ErrUsage) && !errors.Is(runErr, collect.ErrModelNotFound) && !errors.Is(runErr, collect.ErrUnreachable) {
 			fmt.Fprintln(stderr, "hone-collect: "+final.String())
 		}
 		if errors.Is(runErr, stageerr.ErrInterrupted) && started && final.Groups == 0 {
@@ -206,8 +209,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if errors.Is(runErr, stageerr.ErrInterrupted) && started || errors.Is(runErr, collect.ErrTooManyFailures) || errors.Is(runErr, collect.ErrAllFailed) {
 			return nil // keep the whole groups finished, failed episodes as rows with their error
 		}
-		// Stopped before the first episode, or at a model that is not
-		// served (ErrModelNotFound: nothing worth keeping was played):
+		// Stopped before the first episode, at a model that is not
+		// served (ErrModelNotFound) or at a server that refused every
+		// connection (ErrUnreachable): nothing worth keeping was played;
 		// nothing is written, and an existing output stays as it was.
 		return runErr
 	})

@@ -247,7 +247,10 @@ func TestFailuresProcess(t *testing.T) {
 		base := "http://" + ln.Addr().String() + "/v1"
 		ln.Close() // nothing listens there now
 		out := filepath.Join(dir, "dead.parquet")
-		r := collectBin(t, "--env", "guess", "--groups", "2", "-G", "2", "--model", "m", "--base-url", base, "--retries", "0", "-o", out)
+		// An explicit --max-failures plays on past a server that refuses
+		// every connection (without one the run stops after the first
+		// group: TestDeadServerWritesNothing).
+		r := collectBin(t, "--env", "guess", "--groups", "2", "-G", "2", "--model", "m", "--base-url", base, "--retries", "0", "--max-failures", "10", "-o", out)
 		if r.code != 1 || !strings.Contains(r.stderr, "every episode failed (4 of 4), all with: ") || !strings.Contains(r.stderr, "connection refused") ||
 			!strings.Contains(r.stderr, "check that "+base+" is up") || strings.Contains(r.stderr, "NaN") || !strings.Contains(r.stderr, "no episode succeeded") {
 			t.Fatalf("exit %d: %s", r.code, r.stderr)

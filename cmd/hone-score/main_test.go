@@ -255,7 +255,8 @@ func TestInterrupt(t *testing.T) {
 
 // collected makes the files of a real run: 8 groups of 4 played by
 // hone-collect's scripted policy (32 rows), and one group collected
-// against an endpoint where nothing listens (1 errored row).
+// against an endpoint where nothing listens (1 errored row; --max-failures
+// plays on where a dead server would otherwise stop the run unwritten).
 func collected(t *testing.T, dir string) (good, dead string) {
 	t.Helper()
 	good, dead = filepath.Join(dir, "good.parquet"), filepath.Join(dir, "dead.parquet")
@@ -271,7 +272,7 @@ func collected(t *testing.T, dir string) (good, dead string) {
 	base := "http://" + ln.Addr().String() + "/v1"
 	ln.Close()
 	b, err := exec.CommandContext(ctx, collectBinary, "--env", "guess", "--groups", "1", "-G", "1", "--run", "dead", "--model", "m",
-		"--base-url", base, "--retries", "0", "-o", dead).CombinedOutput()
+		"--base-url", base, "--retries", "0", "--max-failures", "1", "-o", dead).CombinedOutput()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 		t.Fatalf("hone-collect against nothing: %v, want exit 1\n%s", err, b)

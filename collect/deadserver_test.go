@@ -1,0 +1,53 @@
+package collect_test
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hone-rl/hone/collect"
+)
+
+// refusingURL is the base URL of a port nothing listens on any more:
+// every connection is refused.
+func refusingURL(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return "http://" + addr + "/v1"
+}
+
+// TestDeadServerStopsAfterFirstGroup: with no --max-failures, a server
+// that refuses every connection stops the run once the first group
+// finished with every episode failing to connect, naming the server; each
+// episode spent its retries (7.5 s by default) and the run played every
+// one before it failed. An explicit --max-failures keeps its own
+// meaning: the run plays on until that limit.
+func TestDeadServerStopsAfterFirstGroup(t *testing.T) {
+	url := refusingURL(t)
+	opts := func(maxFail string) collect.Options {
+		return collect.Options{
+			Env: "guess", Groups: 40, GroupSize: 2, Concurrency: 1, MaxTurns: 4, Seed: 1, Run: "r", Policy: "model",
+			Out: &bytes.Buffer{}, MaxFailures: maxFail,
+			Model: collect.ModelOptions{BaseURL: url, Model: "m", Retries: 1, Backoff: time.Millisecond, RequestTimeout: 2 * time.Second},
+		}
+	}
+	st, err := runStats(context.Background(), opts(""))
+	if err == nil || !strings.Contains(err.Error(), "connection refused") || !strings.Contains(err.Error(), url) {
+		t.Fatalf("got %v; want a stop naming the refused connections to %s", err, url)
+	}
+	if st.Episodes >= 80 {
+		t.Errorf("played all %d episodes against a dead server: %v", st.Episodes, err)
+	}
+	st, err = runStats(context.Background(), opts("1000"))
+	if err == nil || st.Episodes != 80 {
+		t.Errorf("--max-failures 1000: %d episodes, %v; want all 80 played, every one failed", st.Episodes, err)
+	}
+}

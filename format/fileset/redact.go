@@ -68,7 +68,90 @@ func endpointSecrets(raw, val string) []string {
 			}
 		}
 	}
+	for _, e := range []string{raw, val} {
+		escaped := escapedSecrets(e)
+		for i := 0; i < len(escaped); i += 2 {
+			if !slices.Contains(pairs, escaped[i]) {
+				pairs = append(pairs, escaped[i], escaped[i+1])
+			}
+		}
+	}
 	return pairs
+}
+
+// maxEscapeLevels bounds how many times escapedSecrets decodes an
+// endpoint: a secret escaped more often than this is no URL a store reads.
+const maxEscapeLevels = 4
+
+// escapedSecrets are the replacer's pairs that mask the spellings in e, from the ':' or "//" before the
+// secret through the '@' after it, of the userinfo secret that e holds
+// with some of its reserved characters percent-escaped, once or more
+// (endpoint=http%3A%2F%2Fme%3APW%40host, as a URL builder writes the
+// parameter): e is decoded a level at a time, each decoded byte keeping
+// where it is spelt in e, and the secret found in a decoded level is
+// taken where e spells it. The mask writes the userinfo's delimiters
+// plain (":REDACTED@", "//REDACTED@"), as IsRedacted looks for them, the
+// user before the ':' kept. Matching the plain ":PW@" missed every such
+// spelling, and the password was printed whole.
+func escapedSecrets(e string) []string {
+	dec, at := e, make([]int, len(e)+1)
+	for i := range at {
+		at[i] = i
+	}
+	var pairs []string
+	for range maxEscapeLevels {
+		var ok bool
+		if dec, at, ok = unescapeOnce(dec, at); !ok {
+			break
+		}
+		lo, hi, isUser := userinfoSpan(dec)
+		if lo < 0 {
+			continue
+		}
+		before := ":" // before the password
+		if isUser {
+			before = "//" // the scheme's, before the token
+		}
+		if old := e[at[lo-len(before)]:at[hi+1]]; !slices.Contains(pairs, old) {
+			pairs = append(pairs, old, before+redacted+userinfoAt)
+		}
+	}
+	return pairs
+}
+
+// unescapeOnce decodes each valid %XX of dec once, with at (where each
+// byte of dec, and its end, is spelt in the endpoint as written) carried
+// over to the decoded bytes; ok is false where dec holds no escape. A '%'
+// with no two hex digits after it stays, as the driver's decoding keeps
+// no such endpoint anyway.
+func unescapeOnce(dec string, at []int) (string, []int, bool) {
+	var b strings.Builder
+	nat := make([]int, 0, len(at))
+	for i := 0; i < len(dec); i++ {
+		nat = append(nat, at[i])
+		if dec[i] == '%' && i+2 < len(dec) && isHex(dec[i+1]) && isHex(dec[i+2]) {
+			b.WriteByte(unhex(dec[i+1])<<4 | unhex(dec[i+2]))
+			i += 2
+			continue
+		}
+		b.WriteByte(dec[i])
+	}
+	nat = append(nat, at[len(dec)])
+	return b.String(), nat, b.Len() < len(dec)
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	}
+	return c - 'a' + 10
 }
 
 // userinfoSecret is the secret of endpoint e's userinfo as it stands
@@ -78,10 +161,22 @@ func endpointSecrets(raw, val string) []string {
 // holding '/', '@' or a bad escape, which url.Parse refuses or splits
 // elsewhere, is the one the driver prints in its own parse error.
 func userinfoSecret(e string) (string, bool) {
-	_, rest, ok := strings.Cut(e, "://")
-	if !ok {
+	lo, hi, isUser := userinfoSpan(e)
+	if lo < 0 {
 		return "", false
 	}
+	return e[lo:hi], isUser
+}
+
+// userinfoSpan is where userinfoSecret's secret stands in e, e[lo:hi]
+// (lo -1 where e has none), hi being its '@'.
+func userinfoSpan(e string) (lo, hi int, isUser bool) {
+	i := strings.Index(e, "://")
+	if i < 0 {
+		return -1, -1, false
+	}
+	start := i + len("://")
+	rest := e[start:]
 	if _, err := url.Parse(e); err == nil {
 		// A URL that parses ends its userinfo before the first '/':
 		// an '@' in its path is no password's end, and masking up to
@@ -90,13 +185,13 @@ func userinfoSecret(e string) (string, bool) {
 	}
 	at := strings.LastIndexByte(rest, userinfoEnd)
 	if at < 0 {
-		return "", false
+		return -1, -1, false
 	}
-	user, pw, ok := strings.Cut(rest[:at], ":")
-	if !ok {
-		return user, true
+	colon := strings.IndexByte(rest[:at], ':')
+	if colon < 0 {
+		return start, start + at, true
 	}
-	return pw, false
+	return start + colon + 1, start + at, false
 }
 
 // userinfoEnd is the '@' that ends a URL's userinfo, by its code: the

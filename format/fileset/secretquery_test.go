@@ -115,3 +115,46 @@ func TestEndpointUserTokenHidden(t *testing.T) {
 		t.Errorf("RedactURL gives %s for both hosts; want them kept apart", a)
 	}
 }
+
+// TestEscapedEndpointSecretHidden: an endpoint parameter written
+// percent-escaped whole (endpoint=http%3A%2F%2Fme%3APASSWORD%40host, as a
+// URL builder or a shell-quoting script writes it), or escaped in part,
+// has its password or token masked in RedactURL and in errors as the
+// unescaped spelling has, the host still shown. It was printed whole:
+// the mask looked for the userinfo only as ':' … '@' written plain.
+func TestEscapedEndpointSecretHidden(t *testing.T) {
+	s3 := newFaultyS3(t, "bkt")
+	ctx := context.Background()
+	const secret = "PW42secretWORD"
+	host := strings.TrimPrefix(s3.srv.Endpoint, "http://")
+	escHost := strings.ReplaceAll(host, ":", "%3A")
+	for _, ep := range []string{
+		"http%3A%2F%2Fme%3A" + secret + "%40" + escHost,
+		"http%3a%2f%2fme%3a" + secret + "%40" + host,
+		"http%3A%2F%2F" + secret + "%40" + escHost,
+		"http://me%3A" + secret + "%40" + host,
+		"http%3A//me:" + secret + "%40" + host,
+		"http%3A%2F%2Fme%3Apa%252F" + secret + "%40" + escHost,
+		"http%3A%2F%2F%6De%3A" + secret + "%40" + escHost,
+	} {
+		name := strings.Replace(s3.url("nobkt", "x.parquet"), "endpoint="+s3.srv.Endpoint, "endpoint="+ep, 1)
+		got := RedactURL(name)
+		if strings.Contains(got, secret) || !IsRedacted(got) {
+			t.Errorf("endpoint %s: RedactURL gives %s; want the secret masked", ep, got)
+		}
+		if !strings.Contains(got, "127.0.0.1") {
+			t.Errorf("endpoint %s: RedactURL gives %s; want the host kept", ep, got)
+		}
+		_, err := Resolve(ctx, []string{name}, Options{})
+		if err == nil {
+			t.Fatalf("endpoint %s: no error for a missing bucket", ep)
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("endpoint %s: %v; the secret is printed", ep, err)
+		}
+	}
+	a := RedactURL("s3://b/k?endpoint=http%3A%2F%2Fme%3Apw%40hostA")
+	if b := RedactURL("s3://b/k?endpoint=http%3A%2F%2Fme%3Apw%40hostB"); a == b {
+		t.Errorf("RedactURL gives %s for both hosts; want them kept apart", a)
+	}
+}

@@ -2,6 +2,7 @@ package chattemplate
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -37,6 +38,9 @@ func parseRefusal(src string) (string, error) {
 		if msg := targetRefusal(content); msg != "" {
 			return fmt.Sprintf("line %d: %s", s.line, msg), nil
 		}
+		if loopTarget(content) {
+			return fmt.Sprintf("line %d: Can't assign to special loop variable in for-loop target", s.line), nil
+		}
 		toks := codeTokens(content)
 		if got := sideBySide(toks); got != "" {
 			return fmt.Sprintf("line %d: expected token ',', got '%s'", s.line, got), nil
@@ -49,6 +53,28 @@ func parseRefusal(src string) (string, error) {
 		}
 	}
 	return "", nil
+}
+
+// loopTarget reports whether a for tag (content) names loop among its
+// targets, the names before its "in": jinja2's compiler refuses that
+// ("Can't assign to special loop variable in for-loop target"), loop
+// being the body's loop object, where the engine took it and a template
+// that transformers cannot load rendered here. A target is names, commas
+// and parentheses only, so the first "in" ends it.
+func loopTarget(content string) bool {
+	if keyword(content) != "for" {
+		return false
+	}
+	toks := codeTokens(content)
+	for _, tok := range toks[slices.Index(toks, "for")+1:] {
+		switch tok {
+		case "in":
+			return false
+		case "loop":
+			return true
+		}
+	}
+	return false
 }
 
 // inlineIfInTest reports whether the test of an {% if %} or {% elif %}

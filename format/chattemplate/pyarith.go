@@ -372,6 +372,24 @@ func pyDefined(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error
 	return args[0], nil
 }
 
+// nameDefinedName is the variable pyNameDefined is passed as: pyOps
+// wraps a name whose attribute or item is read (x.y, x['y']) in it.
+const nameDefinedName = "__hone_name_defined"
+
+// pyNameDefined gives its first argument back, or jinja2's UndefinedError
+// "'x' is undefined" when it is undefined (x its second, the name): jinja2
+// raises on an attribute or item of an undefined name, where the engine
+// gave "" and a misspelt variable became silently wrong text.
+func pyNameDefined(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) != 2 {
+		return jinja.Undefined(), fmt.Errorf("name check: takes a value and its name, got %d arguments", len(args))
+	}
+	if args[0].IsUndefined() {
+		return jinja.Undefined(), fmt.Errorf("UndefinedError: '%s' is undefined", args[1].AsString())
+	}
+	return args[0], nil
+}
+
 // addName and subName are the variables pyAddSub's + and - are passed as:
 // pyOps rewrites a + b and a - b to calls of them.
 const (

@@ -46,6 +46,7 @@ func pyCallables() map[string]jinja.Value {
 		negName:         jinja.NewCallable("-", pyUnary("-")),
 		posName:         jinja.NewCallable("+", pyUnary("+")),
 		definedName:     jinja.NewCallable("defined", pyDefined),
+		nameDefinedName: jinja.NewCallable("defined", pyNameDefined),
 	}
 	maps.Copy(calls, rareNameCallables())
 	return calls

@@ -42,7 +42,10 @@ import (
 //     jinja2 raises;
 //   - an operand of an ordering comparison that is no literal becomes
 //     __hone_defined(x), which fails for an undefined value, as jinja2
-//     does (defined): the engine compared 0 or "".
+//     does (defined): the engine compared 0 or "";
+//   - a name whose attribute or item is read (x.y, x['y']) becomes
+//     __hone_name_defined(x, 'x'), which fails with jinja2's "'x' is
+//     undefined" for an undefined x (pyNameDefined): the engine gave "".
 //
 // The operands are found by parsing the code with the engine's grammar
 // (its precedence, which is what the rewritten text is parsed with, but
@@ -108,9 +111,10 @@ func rewriteOps(code string, stmt bool) string {
 }
 
 // mayRewrite reports whether code has what pyOps rewrites: an operator
-// it calls ours for, a test, a sign before a filter or two comparisons.
+// it calls ours for, a test, a sign before a filter, two comparisons or
+// an attribute or item read (of a name, maybe undefined).
 func mayRewrite(code string) bool {
-	return strings.ContainsAny(code, "*/%~+-<>") || strings.Contains(code, "is") || unarySign(code) ||
+	return strings.ContainsAny(code, "*/%~+-<>.[") || strings.Contains(code, "is") || unarySign(code) ||
 		strings.Count(code, "<")+strings.Count(code, ">")+strings.Count(code, "==")+strings.Count(code, "!=") >= 2 ||
 		jinja2OnlyNumber(code)
 }
@@ -635,7 +639,12 @@ func (p *opParser) signed() opNode {
 // (parsePostfix).
 func (p *opParser) postfix() opNode {
 	from := p.from()
+	name := p.kindIs('a') && !unwrappedNames[p.code[p.toks[p.pos].from:p.toks[p.pos].to]]
 	kids := []opNode{p.atom()}
+	if name && !p.failed && (p.is(0, ".") || p.is(0, "[")) {
+		n := p.code[kids[0].from:kids[0].to]
+		kids[0].text = nameDefinedName + "(" + n + ", '" + n + "')"
+	}
 	for more := false; !p.failed; more = true {
 		switch {
 		case p.is(0, "."):
@@ -667,6 +676,15 @@ func (p *opParser) postfix() opNode {
 	}
 	return opNode{}
 }
+
+// unwrappedNames are the names postfix leaves as they are before an
+// attribute or item: literals, the loop object and a macro's caller,
+// varargs and kwargs (bound by the engine in its own way, and loop read
+// by our loop hook), and jinja2's globals, which a template does not
+// read attributes of but which are defined.
+var unwrappedNames = map[string]bool{"true": true, "false": true, "none": true, "True": true, "False": true, "None": true,
+	"loop": true, "caller": true, "varargs": true, "kwargs": true, "self": true,
+	"range": true, "dict": true, "lipsum": true, "cycler": true, "joiner": true, "namespace": true}
 
 // filters: n followed by |filter [(args)], is [not] test [arg or (args)]
 // and (args), as jinja2's parse_filter_expr reads them: a test applies to

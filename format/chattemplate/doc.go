@@ -30,7 +30,8 @@
 // pyarith.go): + and - on what Python does not add (1 + 'a', None + 1)
 // raise jinja2's TypeError (a string and a dict are still joined, for the
 // arguments-as-text re-render), and an undefined operand of +, -, <, >, <= or
-// >= its UndefinedError, where the engine gave a guess, 0 or "". A
+// >= its UndefinedError, where the engine gave a guess, 0 or "", as does
+// an attribute or item of an undefined name (x.y: "'x' is undefined"). A
 // {% call %} block with parameters passes its body to the macro as a
 // caller macro, bound as jinja2 binds it: defaults, keywords, and no outer
 // variable read for a parameter left out (callblock.go).
@@ -69,7 +70,8 @@
 // span of a tag alone), where jinja2 waits for the rendering (names.go),
 // and so do two operands with no comma
 // between them inside brackets, f(1 2), which the engine reads as f(1, 2)
-// (commas.go), a test named by what is no name (x is 3) or chained (x is
+// (commas.go), a for tag that names loop among its targets (jinja2's
+// "Can't assign to special loop variable"), a test named by what is no name (x is 3) or chained (x is
 // odd is true) or an inline if as the condition of an {% if %} or
 // {% elif %} ({% if A if A else 0 %}, which jinja2's parser refuses);
 // string literals side by side are one string, and a string

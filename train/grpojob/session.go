@@ -210,7 +210,7 @@ func digestKeys(s string) ([]uint64, error) {
 // lastSession is the session of the run's latest step: nil for a fresh
 // run. A step saved before sessions were recorded belongs to session 0,
 // started at step 0, whose files are known only by the names saved in its
-// config: the same names continue it.
+// config: the same names, compared masked (redactNames), continue it.
 func lastSession(prep *trainer.Prepared, o Options, files []checkpoint.FileEntry) (*checkpoint.Session, error) {
 	if prep.Done == 0 {
 		return nil, nil
@@ -233,10 +233,23 @@ func lastSession(prep *trainer.Prepared, o Options, files []checkpoint.FileEntry
 		return nil, fmt.Errorf("grpo: %s: %w", filepath.Join(prep.Ckpt.StepDir(prep.Done), checkpoint.ConfigName), err)
 	}
 	s := &checkpoint.Session{}
-	if slices.Equal(saved.Inputs, o.Inputs.Names()) {
+	if slices.Equal(redactNames(saved.Inputs), redactNames(o.Inputs.Names())) {
 		s.Files = files // same names: taken to be session 0's files
 	}
 	return s, nil
+}
+
+// redactNames is names as fileset.RedactURL gives each: the names a
+// config records and the command's are compared so, an endpoint's
+// password masked on both sides, as a resume compares --out. A config
+// saved before sessions holds the names as written, a newer one masked
+// ones, and a rotated password is the same store.
+func redactNames(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = fileset.RedactURL(n)
+	}
+	return out
 }
 
 // recordSession lists sess in the run's manifest, replacing the entries of

@@ -1416,6 +1416,13 @@ func (e *Engine) finish(s *sequence, ev Event) {
 	if s.done {
 		return
 	}
+	if e.gaveUp() {
+		// Shutdown gave up while an earlier free was stuck on the device
+		// (another choice ended in the same step, say): s's rows are not
+		// freed on a backend that may be wedged, nor its Done hook called,
+		// as loop leaves everything once it gave up.
+		return
+	}
 	s.done = true
 	ev.Choice = s.choice
 	for _, d := range s.deps {

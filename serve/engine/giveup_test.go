@@ -239,3 +239,29 @@ func TestGiveUpDuringForget(t *testing.T) {
 	var done atomic.Int64
 	giveUpThenRelease(t, e, be.wedgedBackend, be.release, &done)
 }
+
+// TestGiveUpDuringSiblingsFree: when Shutdown gives up on the engine while
+// the first of two choices that end in the same step has its rows' free
+// stuck on the device, the free that comes back asks the backend for no
+// other free: the second choice's rows are left, as everything is once
+// Shutdown gave up. Before, finish checked for the give-up only after its
+// own free, so the next choice ended in that step freed its rows on a
+// backend that may be wedged (and the engine's goroutine hung there).
+func TestGiveUpDuringSiblingsFree(t *testing.T) {
+	be := &freeHangingBackend{wedgedBackend: newWedged(), release: make(chan struct{})}
+	m, tok := tinyOn(t, be)
+	t.Cleanup(func() { close(be.unwedge) })
+	e := New(m, Config{MaxBatch: 2, Tokenizer: tok, StopGrace: 50 * time.Millisecond})
+	// Each choice: 3 prompt tokens and 2 generated, one buffer of 5 rows
+	// for the keys and one for the values of each layer; the first
+	// choice's last free hangs.
+	be.size, be.nth = 5*m.Config.KVHeads*m.Config.HeadDim, 2*m.Config.Layers
+	be.armed.Store(true)
+	var done atomic.Int64
+	if _, err := e.Submit(&Request{Prompt: []int32{1, 2, 3}, N: 2, Params: Params{MaxTokens: 2, Temperature: 1, IgnoreEOS: true},
+		Done: func() { done.Add(1) }}); err != nil {
+		t.Fatal(err)
+	}
+	waitfor.Until(t, 10*time.Second, "the first choice's rows to be freeing", be.inside.Load)
+	giveUpThenRelease(t, e, be.wedgedBackend, be.release, &done)
+}

@@ -536,10 +536,9 @@ func (e *Engine) dropForgotten() {
 	e.forgotten = nil
 	e.forgetMu.Unlock()
 	for _, a := range gone {
-		if e.gaveUp() { // a free was stuck on the device
-			return
-		}
-		e.cache.DropAdapter(a)
+		// A free may be stuck on the device: once Shutdown gave up, no
+		// more rows are freed, of this adapter or the next.
+		e.cache.DropAdapter(a, e.gaveUp)
 	}
 }
 

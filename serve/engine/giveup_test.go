@@ -265,3 +265,37 @@ func TestGiveUpDuringSiblingsFree(t *testing.T) {
 	waitfor.Until(t, 10*time.Second, "the first choice's rows to be freeing", be.inside.Load)
 	giveUpThenRelease(t, e, be.wedgedBackend, be.release, &done)
 }
+
+// TestGiveUpDuringForgetRows: when Shutdown gives up on the engine while
+// it frees the first of an adapter's two sets of kept prefix rows
+// (ForgetAdapter), the free that comes back frees not the second set on a
+// backend that may be wedged. Before, DropAdapter freed every set of the
+// adapter's in one go, whatever happened meanwhile, and the engine's
+// goroutine hung in the next free.
+func TestGiveUpDuringForgetRows(t *testing.T) {
+	be := &freeHangingBackend{wedgedBackend: newWedged(), release: make(chan struct{})}
+	m, tok := tinyOn(t, be)
+	t.Cleanup(func() { close(be.unwedge) })
+	e := New(m, Config{MaxBatch: 1, Tokenizer: tok, PrefixCaching: true, StopGrace: 50 * time.Millisecond})
+	ad, err := model.NewAdapter(&m.Config, model.AdapterConfig{Rank: 2, Alpha: 4, Targets: model.AllModules()}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ad.Place(be); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range [][]int32{{1, 2, 3}, {4, 5, 6}} { // two sets, neither a prefix of the other
+		run(t, e, &Request{Prompt: p, N: 1, Adapter: ad, Params: Params{MaxTokens: 2, IgnoreEOS: true}})
+	}
+	// Each set: 3 prompt tokens and 2 generated, a buffer of 5 rows for
+	// the keys and one for the values of each layer; the first set's last
+	// free hangs.
+	be.size, be.nth = 5*m.Config.KVHeads*m.Config.HeadDim, 2*m.Config.Layers
+	run(t, e, &Request{Prompt: []int32{7, 8, 9}, N: 1, Params: Params{MaxTokens: 2, IgnoreEOS: true}, Done: func() {
+		e.ForgetAdapter(ad)
+		be.armed.Store(true)
+	}})
+	waitfor.Until(t, 10*time.Second, "the adapter's first kept rows to be freeing", be.inside.Load)
+	var done atomic.Int64
+	giveUpThenRelease(t, e, be.wedgedBackend, be.release, &done)
+}

@@ -115,19 +115,23 @@ func (c *KVCache) Keep(seq int, adapter *model.Adapter, tokens []int32) {
 
 // DropAdapter frees the kept rows computed under adapter, whose weights
 // are gone: no request can carry it again, so the rows could never be
-// matched and would hold their memory until evicted for room.
-func (c *KVCache) DropAdapter(adapter *model.Adapter) {
+// matched and would hold their memory until evicted for room. stop (nil:
+// never) is asked before each set of rows is freed: once it reports true
+// (Shutdown gave up on a free stuck on the device) the rest are left, as
+// a free on a backend that may be wedged could hang for ever.
+func (c *KVCache) DropAdapter(adapter *model.Adapter, stop func() bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.kept = slices.DeleteFunc(c.kept, func(k *keptRows) bool {
+	for _, k := range slices.Clone(c.kept) {
 		if k.adapter != adapter {
-			return false
+			continue
 		}
-		k.gone = true
-		c.keptBytes -= k.bytes
+		if stop != nil && stop() {
+			return
+		}
+		c.drop(k)
 		c.freeRows(k.kv)
-		return true
-	})
+	}
 }
 
 // Match finds the kept rows under adapter that share the longest prefix

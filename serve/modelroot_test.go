@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 )
@@ -48,5 +49,43 @@ func TestAdapterModelRoot(t *testing.T) {
 	}
 	if len(want) > 0 {
 		t.Fatalf("models %+v lack %v", page.Data, want)
+	}
+}
+
+// TestAdapterModelRootAbsolute: with --adapters given as a relative path,
+// /v1/models still names each step folder by its absolute path, as the
+// vLLM front (--upstream) loads it into vLLM and vLLM then lists it, so
+// that a client not in the server's working folder can tell which folder
+// it is. Before, the root was relative to the server's working folder.
+func TestAdapterModelRootAbsolute(t *testing.T) {
+	dir := tinyDir(t)
+	adir := t.TempDir()
+	writeStep(t, dir, adir, "r1", 2)
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(wd, adir)
+	if err != nil || filepath.IsAbs(rel) {
+		t.Fatalf("no relative path from %s to %s: %q %v", wd, adir, rel, err)
+	}
+	ts := startServer(t, Options{Model: dir, Adapters: rel}, nil)
+	page, err := ts.client.Models.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `"` + filepath.Join(adir, "r1", stepName(2)) + `"`
+	n := 0
+	for _, m := range page.Data {
+		if m.ID != "r1" && m.ID != "r1@2" {
+			continue
+		}
+		n++
+		if root := m.JSON.ExtraFields["root"].Raw(); root != want {
+			t.Errorf("%s: root %s, want %s", m.ID, root, want)
+		}
+	}
+	if n != 2 {
+		t.Fatalf("models %+v lack r1 or r1@2", page.Data)
 	}
 }

@@ -191,6 +191,15 @@ func (r *Registry) Resolve(name string) (*Ref, error) {
 	return nil, fmt.Errorf("%w: %q (step %d is not loaded)", ErrUnknown, name, want.Step)
 }
 
+// absDir is dir made absolute; dir as it is when the working folder
+// cannot be read (then no absolute path can be told).
+func absDir(dir string) string {
+	if abs, err := filepath.Abs(dir); err == nil {
+		return abs
+	}
+	return dir
+}
+
 // acquire takes a hold on a, which the registry holds (the caller holds
 // r.mu, so it cannot be dropped meanwhile).
 func acquire(a *Adapter) *Ref {
@@ -210,21 +219,24 @@ func (r *Registry) Names() []string {
 // Served is one name Names lists, with the step folder it means.
 type Served struct {
 	Name string
-	Dir  string // the step's folder, as /v1/models reports a LoRA's path (root)
+	Dir  string // the step's folder, absolute, as /v1/models reports a LoRA's path (root)
 }
 
 // Served lists what Names does, each with the folder of the step it
-// means: "<run>" the current step's.
+// means: "<run>" the current step's. The folders are absolute, as the
+// vLLM front loads them into vLLM (which then lists them so): a path
+// relative to the server's working folder (a relative --adapters) names
+// nothing to a client elsewhere.
 func (r *Registry) Served() []Served {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	var out []Served
 	for name, rn := range r.runs {
 		if rn.current != nil {
-			out = append(out, Served{Name: name, Dir: rn.current.Dir})
+			out = append(out, Served{Name: name, Dir: absDir(rn.current.Dir)})
 		}
 		for _, a := range rn.steps {
-			out = append(out, Served{Name: a.Name(), Dir: a.Dir})
+			out = append(out, Served{Name: a.Name(), Dir: absDir(a.Dir)})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

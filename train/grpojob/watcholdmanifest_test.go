@@ -1,0 +1,101 @@
+package grpojob
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/train/checkpoint"
+)
+
+// unmaskManifest rewrites runDir's manifest.json as the code before names
+// were masked wrote it: each consumed and pending file named as listed,
+// the endpoint's password and all (query is the command's).
+func unmaskManifest(t *testing.T, runDir, query string) {
+	t.Helper()
+	p := filepath.Join(runDir, checkpoint.ManifestName)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	fix := func(es any) {
+		list, _ := es.([]any)
+		for _, e := range list {
+			f := e.(map[string]any)
+			path := f["path"].(string)
+			if i := strings.IndexByte(path, '?'); i >= 0 {
+				f["path"], n = path[:i]+query, n+1
+			}
+		}
+	}
+	fix(m["consumed"])
+	if pend, ok := m["pending"].(map[string]any); ok {
+		fix(pend["files"])
+	}
+	if n == 0 {
+		t.Fatalf("%s names no object to unmask:\n%s", p, b)
+	}
+	out, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(out, []byte(endpointSecret)) {
+		t.Fatalf("the rewritten manifest holds no password:\n%s", out)
+	}
+}
+
+// TestWatchOldManifestWithPasswordResumes: a run folder whose manifest
+// the code before masking wrote (object names with the endpoint's
+// password) still finishes its pending session, still knows its consumed
+// object by its stat without reading it, and is rewritten masked.
+func TestWatchOldManifestWithPasswordResumes(t *testing.T) {
+	dir, md, s := objectFixture(t)
+	q := withEndpointPassword(t, s.query)
+	local := filepath.Join(dir, "round1.parquet")
+	writeGroups(t, md, local, 2, 3, varied)
+	b, err := os.ReadFile(local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.put(t, "bkt", "incoming/round1.parquet", b)
+	o := baseOptions(md, dir, "cron")
+	o.WatchDir, o.GroupsPerStep, o.Steps = "s3://bkt/incoming/"+q, 1, 2
+	runDir := filepath.Join(dir, "cron")
+	var log bytes.Buffer
+	stopAfterFirstStep(t, o, &log)
+	unmaskManifest(t, runDir, q)
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
+		t.Fatalf("the call finishing the old manifest's session: %v\n%s", err, log.String())
+	}
+	checkNoSecret(t, "the call finishing the session", runDir)
+	unmaskManifest(t, runDir, q)
+	s.take()
+	log.Reset()
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
+		t.Fatalf("the call on the old manifest's consumed object: %v\n%s", err, log.String())
+	}
+	if gets := s.take(); len(gets) != 0 || !strings.Contains(log.String(), "nothing new") {
+		t.Errorf("the call on the old manifest read %v; want nothing read and nothing new\n%s", gets, log.String())
+	}
+	// A password changed since (rotated keys) names the same object.
+	o.WatchDir = "s3://bkt/incoming/" + strings.Replace(q, endpointSecret, "rotated7", 1)
+	log.Reset()
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
+		t.Fatalf("the call with a new password: %v\n%s", err, log.String())
+	}
+	if gets := s.take(); len(gets) != 0 || !strings.Contains(log.String(), "nothing new") {
+		t.Errorf("the call with a new password read %v; want nothing read and nothing new\n%s", gets, log.String())
+	}
+}

@@ -53,7 +53,7 @@ func TestInfiniteRewardNamesObjectRowWithoutQuery(t *testing.T) {
 // TestResumeWithTrainedObjectWarnsWithoutQuery: the warning that a
 // session trains again an object an earlier session trained names it as
 // the user does, without the query that opens its bucket
-// (endpoint=…&use_path_style=…); the manifest keeps the name as given.
+// (endpoint=…&use_path_style=…); the manifest keeps it, secrets masked.
 func TestResumeWithTrainedObjectWarnsWithoutQuery(t *testing.T) {
 	dir, md, s := objectFixture(t)
 	a := "s3://bkt/in/a.parquet" + s.query

@@ -103,7 +103,7 @@ func warnTrainedAgain(prep *trainer.Prepared, sess checkpoint.Session, gs []grou
 		if where, ok := trained[f.SHA256]; ok {
 			seen[f.Path] = true
 			// Shown without an object's bucket query; the manifest
-			// keeps the name as given.
+			// keeps it with its secrets masked.
 			again = append(again, fmt.Sprintf("%s (trained in %s)", fileset.DisplayName(f.Path), where))
 		}
 	}

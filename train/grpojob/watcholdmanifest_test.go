@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,5 +98,47 @@ func TestWatchOldManifestWithPasswordResumes(t *testing.T) {
 	}
 	if gets := s.take(); len(gets) != 0 || !strings.Contains(log.String(), "nothing new") {
 		t.Errorf("the call with a new password read %v; want nothing read and nothing new\n%s", gets, log.String())
+	}
+}
+
+// TestWatchEscapedEndpointPasswordKeptOut: a --watch-dir whose endpoint
+// is written query-escaped (endpoint=http%3A%2F%2Fme%3APW%40host, as
+// url.Values.Encode writes it) keeps the password out of the run folder
+// too, through a session stopped midway and finished by the next call,
+// and a later call knows the consumed object without reading it. The
+// escaped password stood in manifest.json and train_config.json.
+func TestWatchEscapedEndpointPasswordKeptOut(t *testing.T) {
+	dir, md, s := objectFixture(t)
+	q, err := url.ParseQuery(strings.TrimPrefix(withEndpointPassword(t, s.query), "?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := filepath.Join(dir, "round1.parquet")
+	writeGroups(t, md, local, 2, 3, varied)
+	b, err := os.ReadFile(local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.put(t, "bkt", "incoming/round1.parquet", b)
+	o := baseOptions(md, dir, "cron")
+	o.WatchDir, o.GroupsPerStep, o.Steps = "s3://bkt/incoming/?"+q.Encode(), 1, 2
+	if !strings.Contains(o.WatchDir, "%3A"+endpointSecret+"%40") {
+		t.Fatalf("--watch-dir %s does not hold the escaped password", o.WatchDir)
+	}
+	runDir := filepath.Join(dir, "cron")
+	var log bytes.Buffer
+	stopAfterFirstStep(t, o, &log)
+	checkNoSecret(t, "the stopped call", runDir)
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
+		t.Fatalf("the call finishing the session: %v\n%s", err, log.String())
+	}
+	checkNoSecret(t, "the call finishing the session", runDir)
+	s.take()
+	log.Reset()
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
+		t.Fatalf("the call after: %v\n%s", err, log.String())
+	}
+	if gets := s.take(); len(gets) != 0 || !strings.Contains(log.String(), "nothing new") {
+		t.Errorf("the call after read %v; want nothing read and nothing new\n%s", gets, log.String())
 	}
 }

@@ -48,9 +48,10 @@ type group struct {
 // one warning (held.Report), and a group left with none is dropped: its
 // reward neither counts in a group mean nor is required. A group of both
 // held-out rows and rows to train is refused (trainer.GroupSplits). Every error that
-// blames the files matches stageerr.ErrBadInput. scale is
-// --scale-rewards, which bounds the rewards taken (rewardLimit).
-func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt layout.Options, rk *trainer.RowKwargs, scale grpo.Scale, allowNoLogprobs bool, lens *trainer.Lengths, held *trainer.HeldOut) ([]group, error) {
+// blames the files matches stageerr.ErrBadInput. undivided says the
+// advantages reach the trainer undivided (undividedAdvantages), which
+// bounds the rewards taken (rewardLimit).
+func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt layout.Options, rk *trainer.RowKwargs, undivided bool, allowNoLogprobs bool, lens *trainer.Lengths, held *trainer.HeldOut) ([]group, error) {
 	if held == nil {
 		held = &trainer.HeldOut{}
 	}
@@ -60,7 +61,7 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 	}
 	defer r.Close()
 	rows := rowCounter{files: r.Files()}
-	limit := rewardLimit(scale)
+	limit := rewardLimit(undivided)
 	var unscored, infinite, impossible, mixed []string
 	var out []group
 	for {
@@ -157,7 +158,7 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 		return nil, unscoredError(unscored)
 	}
 	if len(infinite) > 0 {
-		return nil, rewardRangeError(infinite, scale)
+		return nil, rewardRangeError(infinite, undivided)
 	}
 	if len(impossible) > 0 {
 		return nil, stageerr.BadInputf("%d trajectories have a sampling logprob that no sampler gives: %s; a logprob is a finite number ≤ 0 (NaN where unknown): check what wrote the logprobs field (probabilities or logits instead of log-probabilities?)",
@@ -173,31 +174,41 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 // for any number of trajectories a run can hold.
 const maxReward = 1e100
 
-// maxUnscaledReward is the largest reward magnitude taken under
-// --scale-rewards none, where an advantage is the reward less its
-// group's mean, undivided, and the trainer holds it as float32 (largest
-// about 3.4e38): two rewards of at most 1e38 and of opposite sign differ
-// by at most 2e38, which fits.
+// maxUnscaledReward is the largest reward magnitude taken where the
+// advantages reach the trainer undivided (undividedAdvantages): an
+// advantage is then the reward less its group's mean, and the trainer
+// holds it as float32 (largest about 3.4e38): two rewards of at most
+// 1e38 and of opposite sign differ by at most 2e38, which fits.
 const maxUnscaledReward = 1e38
 
-// rewardLimit is the largest reward magnitude taken under scale.
-func rewardLimit(scale grpo.Scale) float64 {
-	if scale == grpo.ScaleNone {
+// undividedAdvantages says whether the advantages under scale
+// (--scale-rewards) and norm (--norm) reach the trainer as the rewards
+// less their group's mean: under none, but for --norm art, which divides
+// them by their mean magnitude over the step in float64 first
+// (artWeights), so that any reward maxReward allows fits.
+func undividedAdvantages(scale grpo.Scale, norm string) bool {
+	return scale == grpo.ScaleNone && norm != "art"
+}
+
+// rewardLimit is the largest reward magnitude taken, undivided saying
+// whether the advantages reach the trainer so (undividedAdvantages).
+func rewardLimit(undivided bool) float64 {
+	if undivided {
 		return maxUnscaledReward
 	}
 	return maxReward
 }
 
 // rewardRangeError refuses the rows (file, row, group, trajectory and
-// reward each) whose reward is infinite or past rewardLimit(scale),
+// reward each) whose reward is infinite or past rewardLimit(undivided),
 // saying why that limit.
-func rewardRangeError(rows []string, scale grpo.Scale) error {
+func rewardRangeError(rows []string, undivided bool) error {
 	why := "the group's standard deviation squares it"
-	if scale == grpo.ScaleNone {
-		why = "under --scale-rewards none an advantage is the reward less its group's mean, held as a float32 (largest about 3.4e38): rescale the rewards, or divide the advantages by a std (--scale-rewards group or batch)"
+	if undivided {
+		why = "under --scale-rewards none an advantage is the reward less its group's mean, held as a float32 (largest about 3.4e38): rescale the rewards, divide the advantages by a std (--scale-rewards group or batch), or by their mean magnitude (--norm art)"
 	}
 	return stageerr.BadInputf("%d trajectories have an infinite reward or one of magnitude above %g: %s; a reward must be a finite number of at most that size (%s)",
-		len(rows), rewardLimit(scale), listRows(rows), why)
+		len(rows), rewardLimit(undivided), listRows(rows), why)
 }
 
 // maxLogprob is the largest sampling logprob taken. A log-probability is

@@ -35,7 +35,8 @@
 // the group's standard deviation squares it, and an overflow to +Inf would
 // train the group as zero advantage. Under --scale-rewards none the
 // bound is 1e38 (maxUnscaledReward): the advantage, the reward less its
-// group's mean, is held as a float32.
+// group's mean, is held as a float32; but for --norm art, which divides
+// the advantages by their mean magnitude first.
 // So is a trainable turn's sampling logprob that no sampler gives: ±Inf,
 // or above 0 by more than a float rounding (maxLogprob, 1e-3): a
 // probability or a logit in the field would skew the importance ratio.

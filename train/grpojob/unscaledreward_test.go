@@ -42,3 +42,30 @@ func TestUnscaledHugeRewardIsBadInputNamingRow(t *testing.T) {
 		t.Fatalf("the same input under --scale-rewards group: %v", err)
 	}
 }
+
+// TestUnscaledHugeRewardTrainsUnderNormArt: --norm art divides the
+// advantages by their mean magnitude over the step (artWeights) in
+// float64 before any is held as a float32, so under --scale-rewards none
+// a reward of 1e50 trains there as it did before the 1e38 bound; the
+// bound, meant for advantages that reach the trainer undivided, refused
+// it as bad input.
+func TestUnscaledHugeRewardTrainsUnderNormArt(t *testing.T) {
+	dir := t.TempDir()
+	md := tinyModel(t, dir)
+	in := filepath.Join(dir, "big.parquet")
+	writeGroups(t, md, in, 2, 3, func(g, i int) float64 {
+		if g == 1 && i == 1 {
+			return 1e50
+		}
+		return varied(g, i)
+	})
+	out := filepath.Join(dir, "adapters")
+	o := baseOptions(md, out, "art", in)
+	o.ScaleRewards, o.Loss.Norm = "none", "art"
+	if err := runWith(context.Background(), backend(t), o, nil); err != nil {
+		t.Fatalf("run on a reward of 1e50 under --scale-rewards none --norm art: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "art", "step-000001")); err != nil {
+		t.Errorf("no step saved: %v", err)
+	}
+}

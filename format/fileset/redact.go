@@ -222,12 +222,25 @@ func shownParam(key string) bool {
 // message or log may show it: the query's secrets masked (querySecrets).
 func RedactURL(name string) string { return querySecrets(name).Replace(name) }
 
+// StoredName is name as a file that more people read than the store's
+// keys are given to keeps it (a run's manifest): an object-store URL with
+// its query's secrets masked (RedactURL); a local path as it is, since a
+// '?' in it is part of a file's name, not a query, and masking it would
+// name two files alike.
+func StoredName(name string) string {
+	if !IsURL(name) {
+		return name
+	}
+	return RedactURL(name)
+}
+
 // IsRedacted reports whether name is an object-store URL as RedactURL
 // gives it with a secret masked: a name kept in a file that way (a run's
-// manifest) cannot open the store, and is matched, not opened.
+// manifest) cannot open the store, and is matched, not opened. A local
+// path (StoredName keeps it whole) never is.
 func IsRedacted(name string) bool {
 	_, q, ok := strings.Cut(name, "?")
-	return ok && (strings.Contains(q, "="+redacted) || strings.Contains(q, ":"+redacted+userinfoAt) || strings.Contains(q, "//"+redacted+userinfoAt))
+	return ok && IsURL(name) && (strings.Contains(q, "="+redacted) || strings.Contains(q, ":"+redacted+userinfoAt) || strings.Contains(q, "//"+redacted+userinfoAt))
 }
 
 // maskedError is an error whose text has the secrets of the URL it came

@@ -81,7 +81,7 @@ func (e FileEntry) SameStat(path string, now fileset.FileInfo) bool {
 	switch {
 	case e.ModTime.IsZero() || e.HashedAt.IsZero() || now.ModTime.IsZero():
 		return false
-	case fileset.RedactURL(e.Path) != fileset.RedactURL(path) || e.Size != now.Size || !e.ModTime.Equal(now.ModTime):
+	case fileset.StoredName(e.Path) != fileset.StoredName(path) || e.Size != now.Size || !e.ModTime.Equal(now.ModTime):
 		return false
 	case e.ETag != "" && now.ETag != "" && e.ETag != now.ETag:
 		return false
@@ -157,7 +157,7 @@ func (r *Run) WriteManifest(m Manifest) error {
 	return runfolder.WriteFile(filepath.Join(r.Dir, ManifestName), append(b, '\n'))
 }
 
-// redacted is m with each file's name as fileset.RedactURL gives it (an
+// redacted is m with each file's name as fileset.StoredName gives it (an
 // object-store endpoint's password masked): the run folder is copied with
 // the adapters and read by more people than the store's keys are given
 // to. A file is matched by its masked name (FileEntry.SameStat) and
@@ -193,7 +193,7 @@ func redactEntries(es []FileEntry) []FileEntry {
 	}
 	out := slices.Clone(es)
 	for i := range out {
-		out[i].Path = fileset.RedactURL(out[i].Path)
+		out[i].Path = fileset.StoredName(out[i].Path)
 	}
 	return out
 }
@@ -331,7 +331,7 @@ func (m *Manifest) Restat(e FileEntry) bool {
 	}
 	for i := range m.Consumed {
 		c := &m.Consumed[i]
-		if fileset.RedactURL(c.Path) == fileset.RedactURL(e.Path) && c.SHA256 == e.SHA256 {
+		if fileset.StoredName(c.Path) == fileset.StoredName(e.Path) && c.SHA256 == e.SHA256 {
 			c.ModTime, c.ETag, c.FileID, c.HashedAt = e.ModTime, e.ETag, e.FileID, e.HashedAt
 			return true
 		}

@@ -257,13 +257,13 @@ func listNew(ctx context.Context, watchDir string, man *checkpoint.Manifest, log
 	// (checkpoint.Manifest): the listing's names carry the command's.
 	byPath := map[string][]checkpoint.FileEntry{}
 	for _, e := range man.Consumed {
-		k := fileset.RedactURL(e.Path)
+		k := fileset.StoredName(e.Path)
 		byPath[k] = append(byPath[k], e)
 	}
 	for i := range set.Len() {
 		name := set.Name(i)
 		st := checkpoint.StatInput(ctx, set, i)
-		if st.Err == nil && slices.ContainsFunc(byPath[fileset.RedactURL(name)], func(e checkpoint.FileEntry) bool { return e.SameStat(name, st.FileInfo) }) {
+		if st.Err == nil && slices.ContainsFunc(byPath[fileset.StoredName(name)], func(e checkpoint.FileEntry) bool { return e.SameStat(name, st.FileInfo) }) {
 			continue
 		}
 		fe, b, err := checkpoint.ReadSetInput(ctx, set, i, st)
@@ -427,7 +427,7 @@ func findPending(ctx context.Context, watchDir string, sess *checkpoint.Session,
 				continue
 			}
 			held[j], found[j] = b, true
-			if fileset.RedactURL(n) == fileset.RedactURL(f.Path) {
+			if fileset.StoredName(n) == fileset.StoredName(f.Path) {
 				// The recorded path, kept masked: its stat is n's.
 				sess.Files[j].Path = n
 				continue

@@ -69,7 +69,8 @@ first answer, writes nothing, and names the models the server lists; a
 as it started (a program that crashed, a server out of reach); 2 bad usage or input (an --env-opt the environment refuses, a
 command or path that is not there); 130 interrupted. After failed episodes or an interrupt, the finished
 groups are still written, failed episodes as rows with their error; an
-interrupt before any group finished writes nothing.
+interrupt or a --max-failures stop before any group finished writes
+nothing.
 
 Unlike ART, whose gather aborts on the first exception, a run is not
 stopped by one failed episode: it is written with its error, counted in the
@@ -199,14 +200,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if started && !errors.Is(runErr, stageerr.ErrUsage) && !errors.Is(runErr, collect.ErrModelNotFound) && !errors.Is(runErr, collect.ErrUnreachable) {
 			fmt.Fprintln(stderr, "hone-collect: "+final.String())
 		}
-		if errors.Is(runErr, stageerr.ErrInterrupted) && started && final.Groups == 0 {
+		interrupted := errors.Is(runErr, stageerr.ErrInterrupted) && started
+		if (interrupted || errors.Is(runErr, collect.ErrTooManyFailures)) && final.Groups == 0 {
 			// A file of no rows would replace the previous output (a
 			// round's file, an object) with nothing, as if a run of
 			// nothing had been played.
-			fmt.Fprintln(stderr, "hone-collect: no group finished before the interrupt: "+nothingWritten(sf.Output))
+			stop := "the stop"
+			if interrupted {
+				stop = "the interrupt"
+			}
+			fmt.Fprintln(stderr, "hone-collect: no group finished before "+stop+": "+nothingWritten(sf.Output))
 			return runErr
 		}
-		if errors.Is(runErr, stageerr.ErrInterrupted) && started || errors.Is(runErr, collect.ErrTooManyFailures) || errors.Is(runErr, collect.ErrAllFailed) {
+		if interrupted || errors.Is(runErr, collect.ErrTooManyFailures) || errors.Is(runErr, collect.ErrAllFailed) {
 			return nil // keep the whole groups finished, failed episodes as rows with their error
 		}
 		// Stopped before the first episode, at a model that is not

@@ -51,8 +51,9 @@ var ErrModelNotFound = errors.New("model not found")
 
 // ErrUnreachable is the failure of a run stopped, with no --max-failures
 // given, once its first group finished with every episode failing to
-// connect to the model server (connection refused) and none succeeded:
-// each later episode would spend its retries the same way. Its output
+// connect to the model server (connection refused), none succeeded and
+// no model call was answered: each later episode would spend its retries
+// the same way. Its output
 // holds only failed rows, so the caller keeps none.
 var ErrUnreachable = errors.New("model server unreachable")
 
@@ -120,7 +121,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.Seed, "seed", 1, "seed for generated scenarios, environments, scripted policies and request seeds")
 	fs.StringVar(&o.Run, "run", "collect", "run name recorded in every row and in ids (<run>-s<seed>-<tag>-g<place>, the tag a digest of the --scenarios file's scenarios, or of --env, --env-opt, --split and the scenarios generated for generated ones)")
 	fs.StringVar(&o.Policy, "policy", "model", "who plays: model, or scripted[:NAME] (the environment's scripted policy, no model calls)")
-	fs.StringVar(&o.MaxFailures, "max-failures", "", "stop once more episodes failed than this count, or this fraction of all episodes (e.g. 0.1), and exit 1; 0 stops at the first failure, as ART's gather does by default; default: never stop early, since a failed episode is kept as a row with its error that training skips (the run still exits 1 when every episode failed), except when every episode of the first group failed to connect to the model server (connection refused) and none succeeded; give a count to play on regardless")
+	fs.StringVar(&o.MaxFailures, "max-failures", "", "stop once more episodes failed than this count, or this fraction of all episodes (e.g. 0.1), and exit 1; 0 stops at the first failure, as ART's gather does by default; default: never stop early, since a failed episode is kept as a row with its error that training skips (the run still exits 1 when every episode failed), except when every episode of the first group failed to connect to the model server (connection refused), none succeeded and no model call was answered; give a count to play on regardless")
 	fs.StringVar(&o.Model.Model, "model", "", "model name to request, e.g. myrun for the latest adapter (required unless --policy scripted)")
 	fs.StringVar(&o.Model.BaseURL, "base-url", "", "OpenAI-compatible base URL, e.g. http://localhost:8000/v1 (default $OPENAI_BASE_URL)")
 	fs.StringVar(&o.Model.APIKey, "api-key", "", "API key (default $OPENAI_API_KEY)")
@@ -373,7 +374,7 @@ func Run(ctx context.Context, o Options) error {
 			// in order now or after a stop below.
 			finished[r.group] = true
 			st.addGroup(pending[r.group], o.MaxTurns)
-			if err := unreachable(o, &tally, st.Groups, failed, succeeded); err != nil {
+			if err := unreachable(o, model, &tally, st.Groups, failed, succeeded); err != nil {
 				cancel(err)
 			}
 			for finished[next] {
@@ -428,9 +429,14 @@ func tooManyFailures(o Options, scripted bool, t *errorTally, failed, succeeded,
 // every connection (ErrUnreachable), once the first group finished (groups
 // finished so far) with all its episodes, and every one failed so far,
 // refused and none succeeded; nil otherwise, or when --max-failures was
-// given, whose count then decides alone.
-func unreachable(o Options, t *errorTally, groups, failed, succeeded int) error {
+// given, whose count then decides alone. A server that answered any call
+// of model is no dead one: it came back (a serving pod restarted as the
+// run began) while the episodes it answered are still being played.
+func unreachable(o Options, model *Model, t *errorTally, groups, failed, succeeded int) error {
 	if o.MaxFailures != "" || groups != 1 || succeeded > 0 || failed == 0 || t.refused != failed {
+		return nil
+	}
+	if model == nil || model.answered.Load() {
 		return nil
 	}
 	where := o.Model.BaseURL

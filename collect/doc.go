@@ -36,9 +36,10 @@
 // server between two loads of the adapter (vLLM restarted under
 // hone-serve's front, a step folder loaded again) and fails its episode
 // only. Without MaxFailures, a server that refused every connection of
-// the first group's episodes, none succeeding, stops the run with
-// ErrUnreachable once that group finished, and hone-collect keeps no
-// output: each later episode would spend its retries the same way.
+// the first group's episodes, none succeeding and no call answered,
+// stops the run with ErrUnreachable once that group finished, and
+// hone-collect keeps no output: each later episode would spend its
+// retries the same way.
 //
 // Like every stage, the package exposes Options (AddFlags) and
 // Run(ctx, opts) error; it reads no environment variable (cmd/hone-collect

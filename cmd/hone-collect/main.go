@@ -60,8 +60,8 @@ hone-inspect log-eval; give it a --seed of its own).
 Exit codes: 0 ok; 1 failure: every episode failed, or more than
 --max-failures did (by default the run never stops early, but when every
 episode of the first group failed to connect to the model server, the
-connection refused, and none succeeded: it stops then and writes
-nothing), or a model
+connection refused, none succeeded and no model call was answered: it
+stops then and writes nothing), or a model
 call was answered 404 before any was answered (a --model the server does
 not serve, or a --base-url without the endpoint: the run stops at that
 first answer, writes nothing, and names the models the server lists; a

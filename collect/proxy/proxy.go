@@ -207,6 +207,11 @@ func start(ctx context.Context, o Options) (*Proxy, error) {
 	if o.OutDir == "" {
 		return nil, stageerr.Usagef("proxy: no output folder")
 	}
+	// A negative size flushed groups only on their close, as 0 does,
+	// without a word; hone-collect's own --group-size refuses it too.
+	if o.GroupSize < 0 {
+		return nil, stageerr.Usagef("proxy: --group-size %d: want 0 (flush a group only on its close) or more", o.GroupSize)
+	}
 	// The run names the files (<run>-N.parquet): one with a "/" put them
 	// in a folder below the output folder, where a restarted proxy's
 	// numbering did not look, and its first file replaced the last run's.

@@ -443,8 +443,12 @@ func unreachable(o Options, model *Model, t *errorTally, groups, failed, succeed
 	if where == "" {
 		where = "api.openai.com (no --base-url or $OPENAI_BASE_URL given)"
 	}
-	return fmt.Errorf("%w: the %d episodes ended so far, a whole group among them, all failed to connect to %s (connection refused), %s; check that the server is up and listens there (--base-url); the run stopped, as each episode spends its retries the same way (--max-failures N plays on regardless)",
-		ErrUnreachable, failed, where, t.mostCommon())
+	ended := fmt.Sprintf("the %d episodes ended so far, a whole group among them, all failed", failed)
+	if failed == 1 {
+		ended = "the one episode ended so far, a whole group, failed"
+	}
+	return fmt.Errorf("%w: %s to connect to %s (connection refused), %s; check that the server is up and listens there (--base-url); the run stopped, as each episode spends its retries the same way (--max-failures N plays on regardless)",
+		ErrUnreachable, ended, where, t.mostCommon())
 }
 
 // prepare fills the defaults Run needs (flags moved into Model, a

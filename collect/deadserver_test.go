@@ -51,3 +51,20 @@ func TestDeadServerStopsAfterFirstGroup(t *testing.T) {
 		t.Errorf("--max-failures 1000: %d episodes, %v; want all 80 played, every one failed", st.Episodes, err)
 	}
 }
+
+// TestDeadServerOneEpisodeWording: a first group of one episode is said as
+// one ("the one episode ended so far"), not "the 1 episodes".
+func TestDeadServerOneEpisodeWording(t *testing.T) {
+	url := refusingURL(t)
+	_, err := runStats(context.Background(), collect.Options{
+		Env: "guess", Groups: 3, GroupSize: 1, Concurrency: 1, MaxTurns: 4, Seed: 1, Run: "r", Policy: "model",
+		Out:   &bytes.Buffer{},
+		Model: collect.ModelOptions{BaseURL: url, Model: "m", Retries: 1, Backoff: time.Millisecond, RequestTimeout: 2 * time.Second},
+	})
+	if err == nil || !strings.Contains(err.Error(), "the one episode ended so far, a whole group, failed to connect") {
+		t.Fatalf("got %v; want the one-episode wording", err)
+	}
+	if strings.Contains(err.Error(), "1 episodes") {
+		t.Errorf("plural for one episode: %v", err)
+	}
+}

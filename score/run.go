@@ -233,7 +233,7 @@ func formulaUnseen(c *Chain, log *slog.Logger) {
 			if u.Closest != "" {
 				args = append(args, "closest", u.Closest)
 			}
-			msg := "formula: a name it reads was on no row it scored; where guarded (??, a nil or in test) it read as nil on each: check its spelling"
+			msg := "formula: a name it reads was on no row it scored; where guarded (?? or a nil test) it read as nil on each: check its spelling"
 			if u.Tested {
 				msg = "formula: a name it tests for (in) was on no row it scored; the test found it on no row, so each row went the way of its absence: check its spelling"
 			}

@@ -36,9 +36,9 @@ type Scorer struct {
 	// watch lists the names the expression reads, bare (in "") or looked
 	// up, that seen records the rows' holding of (Unseen).
 	watch []lookup
-	// onlyTested are the watched lookups no ?? or nil test guards: an in
-	// test (or a branch it leads to) is all that reaches them, so a row
-	// without one never reads it as nil.
+	// onlyTested are the watched names and lookups no ?? or nil test
+	// guards: an in test (or a branch it leads to) is all that reaches
+	// them, so a row without one never reads it as nil.
 	onlyTested map[lookup]bool
 	seen       seen
 }
@@ -59,7 +59,7 @@ func New(component, src string) (*Scorer, error) {
 		return nil, fmt.Errorf("formula %q does not parse: %v", src, err)
 	}
 	v := &identVisitor{free: map[string]bool{}, bound: map[string]bool{}, guarded: map[file.Location]bool{}, keys: map[lookup]bool{}, tested: map[lookup]bool{},
-		inTests: map[lookup]bool{}, nilGuarded: map[lookup]bool{}, guardedIdent: map[*ast.IdentifierNode]bool{}}
+		inTests: map[lookup]bool{}, nilGuarded: map[lookup]bool{}, guardedIdent: map[*ast.IdentifierNode]bool{}, nilReadIdent: map[string]bool{}}
 	ast.Walk(&tree.Node, v)
 	var names, must []string
 	for n := range v.free {
@@ -90,9 +90,12 @@ func New(component, src string) (*Scorer, error) {
 	// A key tested for against the map ("judeg" in metrics ? 1 : 0) and
 	// never read is watched as a read one is: misspelt, the test is false
 	// on every row.
+	// "judeg" in components ? judeg : 0 tests for the bare name the
+	// formula reads: it is watched as that name, not twice.
 	var testedOnly []lookup
 	for l := range v.inTests {
-		if !v.bound[l.in] && !v.keys[l] {
+		bareWatched := l.in == "components" && slices.Contains(names, l.key) && !slices.Contains(must, l.key)
+		if !v.bound[l.in] && !v.keys[l] && !bareWatched {
 			testedOnly = append(testedOnly, l)
 		}
 	}
@@ -120,7 +123,7 @@ func New(component, src string) (*Scorer, error) {
 	s := &Scorer{component: component, src: src, prog: prog, names: names, must: must, comps: comps, lookups: lookups,
 		watch: append(watchNames(names, must, lookups, v.tested), testedOnly...), onlyTested: map[lookup]bool{}}
 	for _, l := range s.watch {
-		if l.in != "" && !v.nilGuarded[l] {
+		if l.in != "" && !v.nilGuarded[l] || l.in == "" && !v.nilReadIdent[l.key] {
 			s.onlyTested[l] = true
 		}
 	}
@@ -152,6 +155,10 @@ type identVisitor struct {
 	// 0): a bare name read only so may be missing, and is nil then.
 	idents       []*ast.IdentifierNode
 	guardedIdent map[*ast.IdentifierNode]bool
+	// nilReadIdent are the bare names some ?? or nil test reads (reward
+	// ?? 0, env == nil): nil there where missing. A name only an in
+	// test of components leads to is never read on a row without it.
+	nilReadIdent map[string]bool
 }
 
 func (v *identVisitor) Visit(n *ast.Node) {
@@ -313,6 +320,7 @@ func (v *identVisitor) guard(n *ast.BinaryNode) {
 		}
 		if id, ok := m.(*ast.IdentifierNode); ok {
 			v.guardedIdent[id] = true
+			v.nilReadIdent[id.Value] = true
 		}
 		// What a ?? falls back on, or a branch, is the value the
 		// enclosing ?? or nil test sees: a.x ?? b.y ?? 0 guards b.y.

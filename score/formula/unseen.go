@@ -34,7 +34,8 @@ type Unseen struct {
 	Closest string // the rows' name nearest in spelling, "" when none is near
 	Has     string // what the rows had: "metrics a, b; components env"
 	// Tested: only an in test reaches the name ("judeg" in metrics ?
-	// metrics.judeg : 0), so no row read it as nil: the test was false.
+	// metrics.judeg : 0, "judeg" in components ? judeg : 0), so no row
+	// read it as nil: the test was false.
 	Tested bool
 }
 

@@ -128,14 +128,18 @@ func Run(ctx context.Context, opts Options) (runErr error) {
 		return err
 	}
 	defer func() {
-		sum.Ruler = rulerCuts(chain, opts, log)
-		rulerIdentical(chain, log)
-		// A failed run's error says what to fix; a name unseen on the
-		// few rows scored before it would only draw the eye from it. A
-		// stopped run keeps its output, and the warning holds for it.
-		if runErr == nil || errors.Is(runErr, stageerr.ErrInterrupted) {
-			formulaUnseen(chain, log)
+		sum.Ruler = rulerCounts(chain)
+		// A failed run's error says what to fix; what the few groups
+		// before it did (a cut, an identical group, a name unseen, a
+		// group passed through) would only draw the eye from it, of an
+		// output not kept. A stopped run, or one whose judge failed
+		// every group, keeps its output, and the warnings hold for it.
+		if runErr != nil && !errors.Is(runErr, stageerr.ErrInterrupted) && !errors.Is(runErr, ErrJudgeFailedAll) {
+			return
 		}
+		logRulerCuts(sum.Ruler, opts, log)
+		rulerIdentical(chain, log)
+		formulaUnseen(chain, log)
 		if n, g, spec := chain.PassedOther(); n > 0 {
 			log.Warn("--only-missing passed through groups that another chain scored: their rows keep that chain's values, this chain was not applied to them (re-score without --only-missing to apply it)",
 				"groups", n, "first", g, "its_chain", spec, "this_chain", chain.Spec)
@@ -178,11 +182,9 @@ func Run(ctx context.Context, opts Options) (runErr error) {
 	return err
 }
 
-// rulerCuts sums what the budget cut over the chain's ruler scorers and
-// logs it at info level, one line per run, when a ruler scorer built a
-// prompt under a budget (--judge-context-tokens; without one nothing is
-// cut). Each group's cuts are also logged at debug level.
-func rulerCuts(c *Chain, opts Options, log *slog.Logger) ruler.CutCounts {
+// rulerCounts sums what the budget cut over the chain's ruler scorers.
+// Each group's cuts are also logged at debug level.
+func rulerCounts(c *Chain) ruler.CutCounts {
 	var n ruler.CutCounts
 	for _, s := range c.Scorers {
 		if r, ok := s.(*ruler.Scorer); ok {
@@ -190,11 +192,17 @@ func rulerCuts(c *Chain, opts Options, log *slog.Logger) ruler.CutCounts {
 			n.Prompts, n.Cut, n.Texts = n.Prompts+k.Prompts, n.Cut+k.Cut, n.Texts+k.Texts
 		}
 	}
+	return n
+}
+
+// logRulerCuts logs n at info level, one line per run, when a ruler
+// scorer built a prompt under a budget (--judge-context-tokens; without
+// one nothing is cut).
+func logRulerCuts(n ruler.CutCounts, opts Options, log *slog.Logger) {
 	if n.Prompts > 0 && opts.promptBudget() > 0 {
 		log.Info("ruler: prompts cut to fit the judge's context", "prompts", n.Prompts, "cut", n.Cut, "texts_cut", n.Texts,
 			"budget_tokens", opts.promptBudget())
 	}
-	return n
 }
 
 // rulerIdentical logs, in one warning line for the run, the groups whose

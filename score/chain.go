@@ -211,7 +211,9 @@ func (c *Chain) Apply(ctx context.Context, g trajectory.Group) (trajectory.Group
 		return g, Passed, nil
 	}
 	work := cloneGroup(g)
-	sub := trajectory.Group{ID: g.ID, Trajectories: make([]trajectory.Trajectory, len(live))}
+	// The group's own fields go with its rows: a formula reads its
+	// metrics (group_metrics["name"]).
+	sub := trajectory.Group{ID: g.ID, Trajectories: make([]trajectory.Trajectory, len(live)), Metadata: work.Metadata, Metrics: work.Metrics}
 	for k, i := range live {
 		sub.Trajectories[k] = work.Trajectories[i]
 	}

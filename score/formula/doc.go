@@ -16,11 +16,18 @@
 //   - reward: the reward so far in the chain (absent while it is null),
 //     which hides a metric named reward (read it as metrics["reward"]);
 //     hone-score refuses a component of that name for the same reason;
-//   - metadata["key"]: the trajectory's string metadata.
+//   - metadata["key"]: the trajectory's string metadata;
+//   - group_metrics["name"]: the metrics of the trajectory's group as a
+//     whole (the file's group_metrics, ART's TrajectoryGroup(metrics=…)),
+//     the same on every row of the group; never read by a bare name,
+//     which is the row's own. Read as metrics["name"] is: missing and
+//     unguarded it fails the row, guarded (?? 0) and on no row it is
+//     among the names Scorer.Unseen names.
 //
 // The result must be a finite number (a boolean counts as 1 or 0). An
 // expression that does not compile is a usage error naming it; a name the
-// trajectory lacks (bare, or as metrics["name"] or components["name"]),
+// trajectory lacks (bare, or as metrics["name"], components["name"] or
+// group_metrics["name"]),
 // or a result that is not a finite number, is an error naming the
 // expression, the group and the trajectory. In hone-score's chain a
 // formula may not read a component that a later scorer or the formula

@@ -50,7 +50,12 @@ type lookup struct{ in, key string }
 const rewardName = "reward"
 
 // builtinNames are always present in the environment.
-var builtinNames = map[string]bool{"metrics": true, "components": true, "metadata": true}
+var builtinNames = map[string]bool{"metrics": true, "components": true, "metadata": true, groupMetricsName: true}
+
+// groupMetricsName is the map of the group's own metrics (the file's
+// group_metrics): named as the file names it, since a bare name is the
+// row's and the group's may repeat one of the row's names.
+const groupMetricsName = "group_metrics"
 
 // New compiles src. component is the name the result is written under.
 func New(component, src string) (*Scorer, error) {
@@ -129,7 +134,7 @@ func New(component, src string) (*Scorer, error) {
 	}
 	s.seen.found = make([]bool, len(s.watch))
 	s.seen.left.Store(int64(len(s.watch)))
-	s.seen.metrics, s.seen.comps = map[string]bool{}, map[string]bool{}
+	s.seen.metrics, s.seen.comps, s.seen.group = map[string]bool{}, map[string]bool{}, map[string]bool{}
 	return s, nil
 }
 
@@ -382,7 +387,9 @@ func testedMap(n ast.Node) string {
 // lookupMap reports whether name is a map whose constant keys must be on
 // the row. Metadata is left out: a string key that a row may or may not
 // carry, which a formula may compare as it is.
-func lookupMap(name string) bool { return name == "metrics" || name == "components" }
+func lookupMap(name string) bool {
+	return name == "metrics" || name == "components" || name == groupMetricsName
+}
 
 // mapKey returns the map and key that n reads when it is metrics["key"]
 // or components.key (inside an optional chain too), and where in the
@@ -438,7 +445,7 @@ func (s *Scorer) ScoreGroup(ctx context.Context, g *trajectory.Group) ([]traject
 			return nil, err
 		}
 		t := &g.Trajectories[i]
-		v, err := s.Eval(t)
+		v, err := s.eval(t, g.Metrics)
 		if err != nil {
 			return nil, fmt.Errorf("group %q, trajectory %q: %w", g.ID, t.ID, err)
 		}
@@ -447,9 +454,14 @@ func (s *Scorer) ScoreGroup(ctx context.Context, g *trajectory.Group) ([]traject
 	return out, nil
 }
 
-// Eval evaluates the expression for one trajectory.
-func (s *Scorer) Eval(t *trajectory.Trajectory) (float64, error) {
-	env := make(map[string]any, len(t.Metrics)+len(t.RewardComponents)+4)
+// Eval evaluates the expression for one trajectory of a group without
+// metrics of its own (ScoreGroup passes the group's).
+func (s *Scorer) Eval(t *trajectory.Trajectory) (float64, error) { return s.eval(t, nil) }
+
+// eval evaluates the expression for t, of a group whose own metrics are
+// group.
+func (s *Scorer) eval(t *trajectory.Trajectory, group map[string]float64) (float64, error) {
+	env := make(map[string]any, len(t.Metrics)+len(t.RewardComponents)+5)
 	metrics := make(map[string]any, len(t.Metrics))
 	for k, v := range t.Metrics {
 		metrics[k] = v
@@ -463,6 +475,10 @@ func (s *Scorer) Eval(t *trajectory.Trajectory) (float64, error) {
 	meta := make(map[string]any, len(t.Metadata))
 	for k, v := range t.Metadata {
 		meta[k] = v
+	}
+	gm := make(map[string]any, len(group))
+	for k, v := range group {
+		gm[k] = v
 	}
 	// A bare reward is the reward so far, absent while it is null: a
 	// metric of that name is read as metrics["reward"] on every row, not
@@ -478,7 +494,7 @@ func (s *Scorer) Eval(t *trajectory.Trajectory) (float64, error) {
 	if t.Reward != nil {
 		env[rewardName] = *t.Reward
 	}
-	env["metrics"], env["components"], env["metadata"] = metrics, comps, meta
+	env["metrics"], env["components"], env["metadata"], env[groupMetricsName] = metrics, comps, meta, gm
 	for _, n := range s.names {
 		if _, ok := env[n]; !ok && !slices.Contains(s.must, n) {
 			env[n] = nil // every read guarded: reward ?? 0, or behind a test showing it there
@@ -494,24 +510,27 @@ func (s *Scorer) Eval(t *trajectory.Trajectory) (float64, error) {
 				if _, ok := findComponent(t, rewardName); ok {
 					in = "the row's component named reward is components"
 				}
-				return 0, fmt.Errorf("formula %q: the row's reward is null (no environment reward, and no scorer before this one gave one; has %s); %s[%q]", s.src, describe(t), in, rewardName)
+				return 0, fmt.Errorf("formula %q: the row's reward is null (no environment reward, and no scorer before this one gave one; has %s); %s[%q]", s.src, describe(t, group), in, rewardName)
 			}
 			if s.onlyComps[n] {
-				return 0, fmt.Errorf("formula %q: no component named %q (has %s); the chain writes %q as a component, which a bare name reads on every row: a metric of that name is metrics[%q], a row that may lack the component components[%q] ?? 0", s.src, n, describe(t), n, n, n)
+				return 0, fmt.Errorf("formula %q: no component named %q (has %s); the chain writes %q as a component, which a bare name reads on every row: a metric of that name is metrics[%q], a row that may lack the component components[%q] ?? 0", s.src, n, describe(t, group), n, n, n)
 			}
 			if whole, in, ok := splitName(t, n); ok {
-				return 0, fmt.Errorf("formula %q: no metric or component named %q (has %s); the row's %s %q is one name, which a bare name cannot spell (a dot reads a field, a dash or slash is arithmetic): write %s[%q]", s.src, n, describe(t), strings.TrimSuffix(in, "s"), whole, in, whole)
+				return 0, fmt.Errorf("formula %q: no metric or component named %q (has %s); the row's %s %q is one name, which a bare name cannot spell (a dot reads a field, a dash or slash is arithmetic): write %s[%q]", s.src, n, describe(t, group), strings.TrimSuffix(in, "s"), whole, in, whole)
 			}
-			return 0, fmt.Errorf("formula %q: no metric or component named %q (has %s); where a row may lack it, write metrics[%q] ?? 0", s.src, n, describe(t), n)
+			return 0, fmt.Errorf("formula %q: no metric or component named %q (has %s); where a row may lack it, write metrics[%q] ?? 0", s.src, n, describe(t, group), n)
 		}
 	}
 	res, err := expr.Run(s.prog, env)
 	if missing := (missingKey{}); errors.As(err, &missing) {
 		what := "metric"
-		if missing.in == "components" {
+		switch missing.in {
+		case "components":
 			what = "component"
+		case groupMetricsName:
+			what = "group metric"
 		}
-		return 0, fmt.Errorf("formula %q: no %s named %q (has %s); where a row may lack it, write %s[%q] ?? 0", s.src, what, missing.key, describe(t), missing.in, missing.key)
+		return 0, fmt.Errorf("formula %q: no %s named %q (has %s); where a row may lack it, write %s[%q] ?? 0", s.src, what, missing.key, describe(t, group), missing.in, missing.key)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("formula %q: %v", s.src, err)
@@ -530,16 +549,16 @@ func (s *Scorer) Eval(t *trajectory.Trajectory) (float64, error) {
 		return 0, fmt.Errorf("formula %q gave %s, not a number", s.src, valueKind(res))
 	}
 	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0, fmt.Errorf("formula %q gave %v, not a finite number%s", s.src, f, s.notFinite(t))
+		return 0, fmt.Errorf("formula %q gave %v, not a finite number%s", s.src, f, s.notFinite(t, group))
 	}
-	s.record(metrics, comps)
+	s.record(metrics, comps, gm)
 	return f, nil
 }
 
 // notFinite names the values the formula reads that the row holds as NaN
 // or ±Inf ("; the row's metric "x" is NaN"), "" when none: a result that
 // is not finite is then the formula's own doing (a division by zero).
-func (s *Scorer) notFinite(t *trajectory.Trajectory) string {
+func (s *Scorer) notFinite(t *trajectory.Trajectory, group map[string]float64) string {
 	var out []string
 	add := func(what, name string, v float64) {
 		if msg := fmt.Sprintf("the row's %s %q is %v", what, name, v); (math.IsNaN(v) || math.IsInf(v, 0)) && !slices.Contains(out, msg) {
@@ -560,12 +579,19 @@ func (s *Scorer) notFinite(t *trajectory.Trajectory) string {
 		}
 	}
 	for _, l := range s.lookups {
-		if l.in == "components" {
+		switch l.in {
+		case "components":
 			if c, ok := findComponent(t, l.key); ok && !slices.Contains(s.names, l.key) {
 				add("component", l.key, c)
 			}
-		} else if m, ok := t.Metrics[l.key]; ok {
-			add("metric", l.key, m)
+		case groupMetricsName:
+			if m, ok := group[l.key]; ok {
+				add("group metric", l.key, m)
+			}
+		default:
+			if m, ok := t.Metrics[l.key]; ok {
+				add("metric", l.key, m)
+			}
 		}
 	}
 	if len(out) == 0 {
@@ -634,19 +660,26 @@ func valueKind(v any) string {
 	return fmt.Sprintf("%v", v)
 }
 
-// describe lists what a trajectory offers a formula, for an error about a
-// name it lacks.
-func describe(t *trajectory.Trajectory) string {
-	var metrics, comps []string
+// describe lists what a trajectory, of a group whose own metrics are
+// group, offers a formula, for an error about a name it lacks.
+func describe(t *trajectory.Trajectory, group map[string]float64) string {
+	var gm, metrics, comps []string
+	for k := range group {
+		gm = append(gm, k)
+	}
 	for k := range t.Metrics {
 		metrics = append(metrics, k)
 	}
 	for _, c := range t.RewardComponents {
 		comps = append(comps, c.Name)
 	}
+	sort.Strings(gm)
 	sort.Strings(metrics)
 	sort.Strings(comps)
 	var parts []string
+	if len(gm) > 0 {
+		parts = append(parts, "group metrics "+strings.Join(gm, ", "))
+	}
 	if len(metrics) > 0 {
 		parts = append(parts, "metrics "+strings.Join(metrics, ", "))
 	}

@@ -23,8 +23,9 @@ type seen struct {
 	found []bool // per Scorer.watch
 	// left counts the names not yet found: at 0 no warning can come, and
 	// Eval does no more bookkeeping.
-	left           atomic.Int64
-	metrics, comps map[string]bool // names the rows had, for the hint
+	left atomic.Int64
+	// names the rows and their groups had, for the hint
+	metrics, comps, group map[string]bool
 }
 
 // Unseen is a name the expression reads that no row it scored had.
@@ -62,8 +63,9 @@ func watchNames(names, must []string, lookups []lookup, tested map[lookup]bool) 
 }
 
 // record notes which watched names a row the expression scored has:
-// metrics and comps are its maps as Eval built them.
-func (s *Scorer) record(metrics, comps map[string]any) {
+// metrics, comps and group (its group's metrics) are its maps as Eval
+// built them.
+func (s *Scorer) record(metrics, comps, group map[string]any) {
 	if s.seen.left.Load() == 0 {
 		return
 	}
@@ -76,9 +78,10 @@ func (s *Scorer) record(metrics, comps map[string]any) {
 		}
 		_, inComps := comps[w.key]
 		_, inMetrics := metrics[w.key]
+		_, inGroup := group[w.key]
 		// A bare name reads a component, or a metric unless the chain
 		// writes the name (ComponentNames).
-		if w.in == "components" && inComps || w.in == "metrics" && inMetrics ||
+		if w.in == "components" && inComps || w.in == "metrics" && inMetrics || w.in == groupMetricsName && inGroup ||
 			w.in == "" && (inComps || inMetrics && !s.onlyComps[w.key]) {
 			s.seen.found[i] = true
 			s.seen.left.Add(-1)
@@ -94,6 +97,11 @@ func (s *Scorer) record(metrics, comps map[string]any) {
 			s.seen.comps[k] = true
 		}
 	}
+	for k := range group {
+		if len(s.seen.group) < maxSeenNames {
+			s.seen.group[k] = true
+		}
+	}
 }
 
 // Unseen returns the names the expression reads that no row it scored
@@ -105,8 +113,11 @@ func (s *Scorer) Unseen() []Unseen {
 	if s.seen.rows == 0 {
 		return nil
 	}
-	metrics, comps := sortedKeys(s.seen.metrics), sortedKeys(s.seen.comps)
+	metrics, comps, group := sortedKeys(s.seen.metrics), sortedKeys(s.seen.comps), sortedKeys(s.seen.group)
 	var has []string
+	if len(group) > 0 {
+		has = append(has, "group metrics "+listSome(group))
+	}
 	if len(metrics) > 0 {
 		has = append(has, "metrics "+listSome(metrics))
 	}
@@ -128,6 +139,8 @@ func (s *Scorer) Unseen() []Unseen {
 			cands = metrics
 		case "components":
 			cands = comps
+		case groupMetricsName:
+			cands = group
 		}
 		if w.in != "" {
 			u.Name = fmt.Sprintf("%s[%q]", w.in, w.key)

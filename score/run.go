@@ -140,6 +140,7 @@ func Run(ctx context.Context, opts Options) (runErr error) {
 		logRulerCuts(sum.Ruler, opts, log)
 		rulerIdentical(chain, log)
 		formulaUnseen(chain, log)
+		formulaMixed(chain, log)
 		if n, g, spec := chain.PassedOther(); n > 0 {
 			log.Warn("--only-missing passed through groups that another chain scored: their rows keep that chain's values, this chain was not applied to them (re-score without --only-missing to apply it)",
 				"groups", n, "first", g, "its_chain", spec, "this_chain", chain.Spec)
@@ -246,6 +247,23 @@ func formulaUnseen(c *Chain, log *slog.Logger) {
 				msg = "formula: a name it tests for (in) was on no row it scored; the test found it on no row, so each row went the way of its absence: check its spelling"
 			}
 			log.Warn(msg, append(args, "rows_have", u.Has)...)
+		}
+	}
+}
+
+// formulaMixed warns, once per name, of each bare name a formula read
+// that was a component on some rows and a metric alone on others: the
+// component shadows the metric where there is one, so the rows read two
+// different things under one name.
+func formulaMixed(c *Chain, log *slog.Logger) {
+	for _, s := range c.Scorers {
+		f, ok := s.(*formula.Scorer)
+		if !ok {
+			continue
+		}
+		for _, m := range f.Mixed() {
+			log.Warn(fmt.Sprintf("formula: a name it reads bare was a component on some rows and a metric on others, and read the component where the row had one: write components[%q] or metrics[%q] to read one of them on every row", m.Name, m.Name),
+				"scorer", f.Name(), "name", m.Name, "component_row", m.ComponentRow, "metric_row", m.MetricRow)
 		}
 	}
 }

@@ -6,7 +6,10 @@
 // Names an expression can use:
 //
 //   - every metric and every component by its own name (a component
-//     shadows a metric of the same name), e.g. win - 0.1*illegal; a
+//     shadows a metric of the same name, so a name that is a component
+//     on some rows and a metric alone on others reads each in turn:
+//     Scorer.Mixed names it, and hone-score warns), e.g.
+//     win - 0.1*illegal; a
 //     name given to Scorer.ComponentNames (in hone-score, the names its
 //     chain writes: env, previous and each scorer's) is the component
 //     only, missing on a row without it (env where the reward was null),

@@ -133,6 +133,8 @@ func New(component, src string) (*Scorer, error) {
 		}
 	}
 	s.seen.found = make([]bool, len(s.watch))
+	s.seen.mix = make([]mix, len(names))
+	s.seen.mixLeft.Store(int64(s.mixWatched()))
 	s.seen.left.Store(int64(len(s.watch)))
 	s.seen.metrics, s.seen.comps, s.seen.group = map[string]bool{}, map[string]bool{}, map[string]bool{}
 	return s, nil
@@ -422,6 +424,7 @@ func (s *Scorer) ComponentNames(names ...string) {
 	for _, n := range names {
 		s.onlyComps[n] = true
 	}
+	s.seen.mixLeft.Store(int64(s.mixWatched()))
 }
 
 // Name returns the component name.
@@ -551,7 +554,7 @@ func (s *Scorer) eval(t *trajectory.Trajectory, group map[string]float64) (float
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return 0, fmt.Errorf("formula %q gave %v, not a finite number%s", s.src, f, s.notFinite(t, group))
 	}
-	s.record(metrics, comps, gm)
+	s.record(t.ID, metrics, comps, gm)
 	return f, nil
 }
 

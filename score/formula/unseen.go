@@ -26,6 +26,23 @@ type seen struct {
 	left atomic.Int64
 	// names the rows and their groups had, for the hint
 	metrics, comps, group map[string]bool
+	// mix is, per Scorer.names, the rows on which the bare name was a
+	// component and a metric alone (Mixed); mixLeft counts the names
+	// not yet seen both ways that can be.
+	mix     []mix
+	mixLeft atomic.Int64
+}
+
+// mix is the first row (trajectory ID) on which a bare name read a
+// component, and the first on which, without one, it read a metric.
+type mix struct{ comp, metric string }
+
+// Mixed is a bare name the expression reads that was a component on
+// some rows and, without one, a metric on others: read differently from
+// row to row.
+type Mixed struct {
+	Name                    string
+	ComponentRow, MetricRow string // a trajectory ID of each kind
 }
 
 // Unseen is a name the expression reads that no row it scored had.
@@ -65,12 +82,16 @@ func watchNames(names, must []string, lookups []lookup, tested map[lookup]bool) 
 // record notes which watched names a row the expression scored has:
 // metrics, comps and group (its group's metrics) are its maps as Eval
 // built them.
-func (s *Scorer) record(metrics, comps, group map[string]any) {
-	if s.seen.left.Load() == 0 {
+func (s *Scorer) record(id string, metrics, comps, group map[string]any) {
+	if s.seen.left.Load() == 0 && s.seen.mixLeft.Load() == 0 {
 		return
 	}
 	s.seen.mu.Lock()
 	defer s.seen.mu.Unlock()
+	s.recordMix(id, metrics, comps)
+	if s.seen.left.Load() == 0 {
+		return // every watched name found: the rows count no warning
+	}
 	s.seen.rows++
 	for i, w := range s.watch {
 		if s.seen.found[i] {
@@ -102,6 +123,64 @@ func (s *Scorer) record(metrics, comps, group map[string]any) {
 			s.seen.group[k] = true
 		}
 	}
+}
+
+// mixWatched counts the bare names that can read a component on one row
+// and a metric on another: not the reward, nor a name ComponentNames
+// makes the component only.
+func (s *Scorer) mixWatched() int {
+	n := 0
+	for _, name := range s.names {
+		if name != rewardName && !s.onlyComps[name] {
+			n++
+		}
+	}
+	return n
+}
+
+// recordMix notes, for each bare name, whether the row id holds it as a
+// component or, without one, as a metric. Under s.seen.mu.
+func (s *Scorer) recordMix(id string, metrics, comps map[string]any) {
+	if s.seen.mixLeft.Load() == 0 {
+		return
+	}
+	for i, name := range s.names {
+		m := &s.seen.mix[i]
+		if name == rewardName || s.onlyComps[name] || m.comp != "" && m.metric != "" {
+			continue
+		}
+		_, inComps := comps[name]
+		_, inMetrics := metrics[name]
+		switch {
+		case inComps && m.comp == "":
+			m.comp = id
+		case !inComps && inMetrics && m.metric == "":
+			m.metric = id
+		default:
+			continue
+		}
+		if m.comp != "" && m.metric != "" {
+			s.seen.mixLeft.Add(-1)
+		}
+	}
+}
+
+// Mixed returns the bare names the expression reads that were a
+// component on some rows it scored and a metric alone on others, in the
+// order of its sorted names. A component shadows a metric of its name,
+// so such a name read two different things: a file joining rows an
+// earlier chain scored (or imported with that component) and rows
+// without it.
+func (s *Scorer) Mixed() []Mixed {
+	s.seen.mu.Lock()
+	defer s.seen.mu.Unlock()
+	var out []Mixed
+	for i, name := range s.names {
+		if m := s.seen.mix[i]; m.comp != "" && m.metric != "" {
+			out = append(out, Mixed{Name: name, ComponentRow: m.comp, MetricRow: m.metric})
+		}
+	}
+	return out
 }
 
 // Unseen returns the names the expression reads that no row it scored

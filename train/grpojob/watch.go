@@ -334,7 +334,8 @@ func unfinishedParquet(b []byte) bool {
 // that no longer holds the same contents (the folder was moved, or named
 // relative where it was absolute, as a later call may name it), the file
 // of watchDir with the recorded sha256, whose path then replaces the
-// recorded one. A file found in neither place is an error naming it.
+// recorded one; a name kept masked (fileset.IsRedacted) is looked for
+// only there. A file found in neither place is an error naming it.
 func readPending(ctx context.Context, watchDir string, sess *checkpoint.Session, log *slog.Logger) ([][]byte, error) {
 	held := make([][]byte, len(sess.Files))
 	found := make([]bool, len(sess.Files))
@@ -367,6 +368,12 @@ func readPending(ctx context.Context, watchDir string, sess *checkpoint.Session,
 		if f := sess.Files[i]; !found[i] {
 			// Named as the user names them: an object's query
 			// (endpoint=…) says nothing of which file is missing.
+			if fileset.IsRedacted(f.Path) {
+				// Never opened (readPending): saying "that path" was tried
+				// sent the user looking in the wrong place.
+				return nil, fmt.Errorf("unfinished session from step %d needs %s unchanged (sha256 %s), which %s does not hold; manifest.json keeps its name with the store's secret masked, which opens nothing, so it was looked for in that folder by sha256 only",
+					sess.StartStep, fileset.DisplayName(f.Path), f.SHA256, fileset.DisplayName(watchDir))
+			}
 			if readErr[i] != nil {
 				return nil, fmt.Errorf("unfinished session from step %d needs %s unchanged (sha256 %s), which %s does not hold; reading it at that path: %w",
 					sess.StartStep, fileset.DisplayName(f.Path), f.SHA256, fileset.DisplayName(watchDir), readErr[i])

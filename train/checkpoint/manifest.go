@@ -157,6 +157,23 @@ func (r *Run) WriteManifest(m Manifest) error {
 	return runfolder.WriteFile(filepath.Join(r.Dir, ManifestName), append(b, '\n'))
 }
 
+// MaskManifest rewrites manifest.json masked (WriteManifest) where m, as
+// read from it, holds a file's name that WriteManifest would not keep
+// (fileset.StoredName): a manifest written by code before names were
+// masked, an object-store endpoint's password in it, which only a call
+// that wrote the manifest for its own reasons rewrote. m is left as it is,
+// for the call that still opens its names.
+func (r *Run) MaskManifest(m Manifest) error {
+	unmasked := func(es []FileEntry) bool {
+		return slices.ContainsFunc(es, func(e FileEntry) bool { return fileset.StoredName(e.Path) != e.Path })
+	}
+	if unmasked(m.Consumed) || m.Pending != nil && unmasked(m.Pending.Files) ||
+		slices.ContainsFunc(m.Sessions, func(s Session) bool { return unmasked(s.Files) }) {
+		return r.WriteManifest(m)
+	}
+	return nil
+}
+
 // redacted is m with each file's name as fileset.StoredName gives it (an
 // object-store endpoint's password masked): the run folder is copied with
 // the adapters and read by more people than the store's keys are given

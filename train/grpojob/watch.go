@@ -43,6 +43,11 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 	if err != nil {
 		return err
 	}
+	// A call with nothing new writes no manifest of its own: one written
+	// before names were masked kept the endpoint's password until then.
+	if err := run.MaskManifest(man); err != nil {
+		return err
+	}
 	warnUndone(man, prep.Done, run, log)
 	// Each file is read once: the bytes hashed are the bytes trained
 	// (held[i] is sess.Files[i]'s), so that a file replaced meanwhile is

@@ -178,3 +178,39 @@ func TestWatchLocalNameWithQueryMarkKeptWhole(t *testing.T) {
 		t.Errorf("consumed %q; want %q and %q", got, a, b)
 	}
 }
+
+// TestWatchOldManifestMaskedByNothingNewCall: an old manifest.json (the
+// endpoint's password in its consumed names) is rewritten masked by a
+// call that finds nothing new, and the next call still knows the
+// consumed object by its stat without reading it. Only a call that
+// trained rewrote it, so a folder with nothing new kept the password.
+func TestWatchOldManifestMaskedByNothingNewCall(t *testing.T) {
+	dir, md, s := objectFixture(t)
+	q := withEndpointPassword(t, s.query)
+	local := filepath.Join(dir, "round1.parquet")
+	writeGroups(t, md, local, 2, 3, varied)
+	b, err := os.ReadFile(local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.put(t, "bkt", "incoming/round1.parquet", b)
+	o := baseOptions(md, dir, "cron")
+	o.WatchDir, o.GroupsPerStep, o.Steps = "s3://bkt/incoming/"+q, 1, 1
+	runDir := filepath.Join(dir, "cron")
+	var log bytes.Buffer
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
+		t.Fatalf("the first call: %v\n%s", err, log.String())
+	}
+	unmaskManifest(t, runDir, q)
+	for _, call := range []string{"the call on the old manifest", "the call after"} {
+		s.take()
+		log.Reset()
+		if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
+			t.Fatalf("%s: %v\n%s", call, err, log.String())
+		}
+		if gets := s.take(); len(gets) != 0 || !strings.Contains(log.String(), "nothing new") {
+			t.Errorf("%s read %v; want nothing read and nothing new\n%s", call, gets, log.String())
+		}
+		checkNoSecret(t, call, runDir)
+	}
+}

@@ -237,10 +237,33 @@ func StoredName(name string) string {
 // IsRedacted reports whether name is an object-store URL as RedactURL
 // gives it with a secret masked: a name kept in a file that way (a run's
 // manifest) cannot open the store, and is matched, not opened. A local
-// path (StoredName keeps it whole) never is.
+// path (StoredName keeps it whole) never is. Only what the mask writes
+// counts (querySecrets): a parameter's whole value where the parameter is
+// not a store setting, and the endpoint's userinfo secret; a setting the
+// user gave the value REDACTED (region=REDACTED) is no mask, and its name
+// opens the store.
 func IsRedacted(name string) bool {
-	_, q, ok := strings.Cut(name, "?")
-	return ok && IsURL(name) && (strings.Contains(q, "="+redacted) || strings.Contains(q, ":"+redacted+userinfoAt) || strings.Contains(q, "//"+redacted+userinfoAt))
+	_, raw, ok := strings.Cut(name, "?")
+	if !ok || !IsURL(name) {
+		return false
+	}
+	raw, _, _ = strings.Cut(raw, "#")
+	for _, kv := range strings.Split(raw, "&") {
+		k, v, _ := strings.Cut(kv, "=")
+		key, err := url.QueryUnescape(k)
+		if err != nil {
+			key = k
+		}
+		switch {
+		case key == "endpoint":
+			if strings.Contains(v, ":"+redacted+userinfoAt) || strings.Contains(v, "//"+redacted+userinfoAt) {
+				return true
+			}
+		case !shownParam(key) && v == redacted:
+			return true
+		}
+	}
+	return false
 }
 
 // maskedError is an error whose text has the secrets of the URL it came

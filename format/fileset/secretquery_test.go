@@ -136,6 +136,11 @@ func TestEscapedEndpointSecretHidden(t *testing.T) {
 		"http%3A//me:" + secret + "%40" + host,
 		"http%3A%2F%2Fme%3Apa%252F" + secret + "%40" + escHost,
 		"http%3A%2F%2F%6De%3A" + secret + "%40" + escHost,
+		// Lower-case escapes, as some URL builders write them.
+		"http%3a%2f%2f" + secret + "%40" + host,
+		"http%253a%252f%252fme%253a" + secret + "%2540" + host,
+		"http://me%3a" + secret + "%40" + host,
+		"http%3a%2f%2fme%3apa%2f" + secret + "%40" + host,
 	} {
 		name := strings.Replace(s3.url("nobkt", "x.parquet"), "endpoint="+s3.srv.Endpoint, "endpoint="+ep, 1)
 		got := RedactURL(name)

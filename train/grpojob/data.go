@@ -37,23 +37,33 @@ type group struct {
 	EnvMetrics []string
 }
 
+// loadOptions are how loadGroups reads an input set.
+type loadOptions struct {
+	Layout layout.Options     // each row's layout, under the command's template kwargs
+	Kwargs *trainer.RowKwargs // the kwargs rows record (nil: Layout's for every row)
+	// Undivided says the advantages reach the trainer undivided
+	// (undividedAdvantages), which bounds the rewards taken (rewardLimit).
+	Undivided       bool
+	AllowNoLogprobs bool             // train rows without sampling logprobs
+	Lens            *trainer.Lengths // the length check (nil: none)
+	Held            *trainer.HeldOut // where held-out rows are named (nil: not named)
+}
+
 // loadGroups reads an input set and lays out every trajectory. A trajectory
 // needs a reward, or an error saying why its episode failed (counted, never
 // trained); one with neither was not scored, and the input set is refused,
 // naming its rows, since training on the rest would silently drop them.
-// A trajectory lens finds too long (lens.Check; nil: no check) is left
-// out as "too_long", its reward kept in its group's; the caller reports
-// them (lens.Report). A trajectory of a held-out split (val, test) is left
-// out before any check, named in held (nil: not named) for the caller's
-// one warning (held.Report), and a group left with none is dropped: its
-// reward neither counts in a group mean nor is required. A group of both
-// held-out rows and rows to train is refused (trainer.GroupSplits). Every error that
-// blames the files matches stageerr.ErrBadInput. undivided says the
-// advantages reach the trainer undivided (undividedAdvantages), which
-// bounds the rewards taken (rewardLimit).
-func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt layout.Options, rk *trainer.RowKwargs, undivided bool, allowNoLogprobs bool, lens *trainer.Lengths, held *trainer.HeldOut) ([]group, error) {
-	if held == nil {
-		held = &trainer.HeldOut{}
+// A trajectory lo.Lens finds too long (Lengths.Check) is left out as
+// "too_long", its reward kept in its group's; the caller reports them
+// (Lengths.Report). A trajectory of a held-out split (val, test) is left
+// out before any check, named in lo.Held for the caller's one warning
+// (HeldOut.Report), and a group left with none is dropped: its reward
+// neither counts in a group mean nor is required. A group of both
+// held-out rows and rows to train is refused (trainer.GroupSplits). Every
+// error that blames the files matches stageerr.ErrBadInput.
+func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lo loadOptions) ([]group, error) {
+	if lo.Held == nil {
+		lo.Held = &trainer.HeldOut{}
 	}
 	r, err := trajectory.Open(ctx, in)
 	if err != nil {
@@ -61,8 +71,8 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 	}
 	defer r.Close()
 	rows := rowCounter{files: r.Files()}
-	limit := rewardLimit(undivided)
-	var unscored, infinite, impossible, mixed []string
+	l := &groupLoader{loadOptions: lo, text: text, limit: rewardLimit(lo.Undivided)}
+	var mixed []string
 	var out []group
 	for {
 		g, err := r.Next(ctx)
@@ -75,9 +85,10 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 		gr := group{ID: g.ID, File: rows.nextFile()}
 		heldN := 0
 		var splits trainer.GroupSplits
-		for _, t := range g.Trajectories {
+		for i := range g.Trajectories {
+			t := &g.Trajectories[i]
 			where := rows.next()
-			held.Read++
+			lo.Held.Read++
 			splits.Add(fmt.Sprintf("%s (trajectory %s)", where, t.ID), t.Split)
 			for k := range t.Metrics {
 				if !slices.Contains(gr.EnvMetrics, k) {
@@ -85,62 +96,13 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 				}
 			}
 			if trainer.IsHeldOut(t.Split) {
-				held.Rows = append(held.Rows, fmt.Sprintf("%s (group %s, trajectory %s)", where, g.ID, t.ID))
+				lo.Held.Rows = append(lo.Held.Rows, fmt.Sprintf("%s (group %s, trajectory %s)", where, g.ID, t.ID))
 				heldN++
 				continue
 			}
-			if t.Error != "" {
-				gr.Errors++
-				continue
-			}
-			if t.Reward == nil || math.IsNaN(*t.Reward) {
-				unscored = append(unscored, fmt.Sprintf("%s (group %s, trajectory %s)", where, g.ID, t.ID))
-				continue
-			}
-			if math.IsInf(*t.Reward, 0) || math.Abs(*t.Reward) > limit {
-				// r − mean(group) would be NaN: nothing to learn from it,
-				// and the step's loss with it. A finite reward past the
-				// limit overflows the group's std, or an unscaled advantage.
-				infinite = append(infinite, fmt.Sprintf("%s (group %s, trajectory %s: %v)", where, g.ID, t.ID, *t.Reward))
-				continue
-			}
-			if bad := badLogprob(&t); bad != "" {
-				impossible = append(impossible, fmt.Sprintf("%s (group %s, trajectory %s: %s)", where, g.ID, t.ID, bad))
-				continue
-			}
-			ropt, err := rk.Options(fmt.Sprintf("%s (group %s, trajectory %s)", where, g.ID, t.ID), &t, lopt)
-			if err != nil {
+			if err := l.add(ctx, &gr, t, where); err != nil {
 				return nil, err
 			}
-			seqs, err := trainer.LayoutHistories(ctx, text, &t, ropt)
-			if err != nil {
-				return nil, stageerr.BadInputf("%s (group %s, trajectory %s): %w", where, g.ID, t.ID, err)
-			}
-			ex := trainer.Example{Seqs: seqs}
-			why := ""
-			// The length check comes last: it records the rows it warns
-			// of (lens.Report), and a row left out for another reason
-			// never trains, so neither its length nor its memory matters.
-			switch {
-			case ex.Trainable() == 0:
-				why = "no_trainable"
-			case !allowNoLogprobs && missingLogprobs(&ex):
-				why = "no_logprobs"
-			case lens != nil && lens.Check(&ex, fmt.Sprintf("%s (group %s, trajectory %s)", where, g.ID, t.ID)):
-				why = "too_long"
-			}
-			if why != "" {
-				ex.Seqs = nil
-			}
-			switch why {
-			case "no_logprobs":
-				gr.NoLogprobs = append(gr.NoLogprobs, fmt.Sprintf("%s (group %s, trajectory %s)", where, g.ID, t.ID))
-			case "no_trainable":
-				gr.NoTrainable = append(gr.NoTrainable, fmt.Sprintf("%s (group %s, trajectory %s)", where, g.ID, t.ID))
-			}
-			gr.Rewards = append(gr.Rewards, *t.Reward)
-			gr.Ex = append(gr.Ex, ex)
-			gr.Missing = append(gr.Missing, why)
 		}
 		slices.Sort(gr.EnvMetrics)
 		if m := splits.Mixed(g.ID); m != "" {
@@ -154,17 +116,93 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 	if err := trainer.MixedSplitsError(mixed); err != nil {
 		return nil, err
 	}
-	if len(unscored) > 0 {
-		return nil, unscoredError(unscored)
+	return out, l.err()
+}
+
+// groupLoader lays out the trajectories loadGroups reads that are not
+// held out, and keeps the rows it refuses, so that one error names them
+// all once the set is read.
+type groupLoader struct {
+	loadOptions
+	text  *layout.Model
+	limit float64 // the largest reward magnitude taken (rewardLimit)
+	// Rows refused: without a reward, with one past limit, with a
+	// sampling logprob no sampler gives.
+	unscored, infinite, impossible []string
+}
+
+// add lays out t, the trajectory of file row where, into its group gr,
+// or counts it among gr's errors or the rows refused.
+func (l *groupLoader) add(ctx context.Context, gr *group, t *trajectory.Trajectory, where string) error {
+	row := fmt.Sprintf("%s (group %s, trajectory %s)", where, gr.ID, t.ID)
+	if t.Error != "" {
+		gr.Errors++
+		return nil
 	}
-	if len(infinite) > 0 {
-		return nil, rewardRangeError(infinite, undivided)
+	if t.Reward == nil || math.IsNaN(*t.Reward) {
+		l.unscored = append(l.unscored, row)
+		return nil
 	}
-	if len(impossible) > 0 {
-		return nil, stageerr.BadInputf("%d trajectories have a sampling logprob that no sampler gives: %s; a logprob is a finite number ≤ 0 (NaN where unknown): check what wrote the logprobs field (probabilities or logits instead of log-probabilities?)",
-			len(impossible), listRows(impossible))
+	if math.IsInf(*t.Reward, 0) || math.Abs(*t.Reward) > l.limit {
+		// r − mean(group) would be NaN: nothing to learn from it,
+		// and the step's loss with it. A finite reward past the
+		// limit overflows the group's std, or an unscaled advantage.
+		l.infinite = append(l.infinite, fmt.Sprintf("%s (group %s, trajectory %s: %v)", where, gr.ID, t.ID, *t.Reward))
+		return nil
 	}
-	return out, nil
+	if bad := badLogprob(t); bad != "" {
+		l.impossible = append(l.impossible, fmt.Sprintf("%s (group %s, trajectory %s: %s)", where, gr.ID, t.ID, bad))
+		return nil
+	}
+	ropt, err := l.Kwargs.Options(row, t, l.Layout)
+	if err != nil {
+		return err
+	}
+	seqs, err := trainer.LayoutHistories(ctx, l.text, t, ropt)
+	if err != nil {
+		return stageerr.BadInputf("%s: %w", row, err)
+	}
+	ex := trainer.Example{Seqs: seqs}
+	why := ""
+	// The length check comes last: it records the rows it warns
+	// of (Lengths.Report), and a row left out for another reason
+	// never trains, so neither its length nor its memory matters.
+	switch {
+	case ex.Trainable() == 0:
+		why = "no_trainable"
+	case !l.AllowNoLogprobs && missingLogprobs(&ex):
+		why = "no_logprobs"
+	case l.Lens != nil && l.Lens.Check(&ex, row):
+		why = "too_long"
+	}
+	if why != "" {
+		ex.Seqs = nil
+	}
+	switch why {
+	case "no_logprobs":
+		gr.NoLogprobs = append(gr.NoLogprobs, row)
+	case "no_trainable":
+		gr.NoTrainable = append(gr.NoTrainable, row)
+	}
+	gr.Rewards = append(gr.Rewards, *t.Reward)
+	gr.Ex = append(gr.Ex, ex)
+	gr.Missing = append(gr.Missing, why)
+	return nil
+}
+
+// err refuses the rows the loader kept, by kind; nil when there are none.
+func (l *groupLoader) err() error {
+	if len(l.unscored) > 0 {
+		return unscoredError(l.unscored)
+	}
+	if len(l.infinite) > 0 {
+		return rewardRangeError(l.infinite, l.Undivided)
+	}
+	if len(l.impossible) > 0 {
+		return stageerr.BadInputf("%d trajectories have a sampling logprob that no sampler gives: %s; a logprob is a finite number ≤ 0 (NaN where unknown): check what wrote the logprobs field (probabilities or logits instead of log-probabilities?)",
+			len(l.impossible), listRows(l.impossible))
+	}
+	return nil
 }
 
 // maxReward is the largest reward magnitude taken. The group and batch

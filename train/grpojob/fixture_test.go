@@ -42,7 +42,7 @@ func loadFixture(t testing.TB, md string, be kernels.Backend, in string) (*model
 	if err != nil {
 		t.Fatal(err)
 	}
-	gs, err := loadGroups(context.Background(), text, fileset.Files(in), layout.Options{}, nil, false, false, nil, nil)
+	gs, err := loadGroups(context.Background(), text, fileset.Files(in), loadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -219,7 +219,7 @@ func TestBadAdditionalHistoryNamesIt(t *testing.T) {
 	if err := trajectory.WriteFile(context.Background(), in, []trajectory.Group{{ID: "g", Trajectories: []trajectory.Trajectory{tr}}}, trajectory.WriterOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = loadGroups(context.Background(), text, fileset.Files(in), layout.Options{}, nil, false, true, nil, nil)
+	_, err = loadGroups(context.Background(), text, fileset.Files(in), loadOptions{AllowNoLogprobs: true})
 	if err == nil || !errors.Is(err, stageerr.ErrBadInput) {
 		t.Fatalf("error %v, want bad input", err)
 	}

@@ -220,7 +220,10 @@ func loadInputs(ctx context.Context, base *trainer.Base, o Options, in *fileset.
 	}
 	var held trainer.HeldOut
 	scale, _ := grpo.ParseScale(o.ScaleRewards) // checked by Validate
-	gs, err := loadGroups(ctx, base.Text, in, layout.Options{Kwargs: kw}, rk, undividedAdvantages(scale, o.Loss.Norm), o.AllowNoLogprobs, lens, &held)
+	gs, err := loadGroups(ctx, base.Text, in, loadOptions{
+		Layout: layout.Options{Kwargs: kw}, Kwargs: rk, Undivided: undividedAdvantages(scale, o.Loss.Norm),
+		AllowNoLogprobs: o.AllowNoLogprobs, Lens: lens, Held: &held,
+	})
 	if err != nil {
 		return nil, err
 	}

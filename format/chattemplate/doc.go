@@ -31,7 +31,9 @@
 // raise jinja2's TypeError (a string and a dict are still joined, for the
 // arguments-as-text re-render), and an undefined operand of +, -, <, >, <= or
 // >= its UndefinedError, where the engine gave a guess, 0 or "", as does
-// an attribute or item of an undefined name (x.y: "'x' is undefined"). A
+// an attribute or item of an undefined name (x.y: "'x' is undefined") or
+// of a missing member (y.z.w with y = {}: "'dict object' has no attribute
+// 'z'", memberchain.go). A
 // {% call %} block with parameters passes its body to the macro as a
 // caller macro, bound as jinja2 binds it: defaults, keywords, and no outer
 // variable read for a parameter left out (callblock.go).

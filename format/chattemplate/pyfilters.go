@@ -47,6 +47,7 @@ func pyCallables() map[string]jinja.Value {
 		posName:         jinja.NewCallable("+", pyUnary("+")),
 		definedName:     jinja.NewCallable("defined", pyDefined),
 		nameDefinedName: jinja.NewCallable("defined", pyNameDefined),
+		memberName:      jinja.NewCallable("member", pyMember),
 	}
 	maps.Copy(calls, rareNameCallables())
 	return calls

@@ -45,7 +45,11 @@ import (
 //     does (defined): the engine compared 0 or "";
 //   - a name whose attribute or item is read (x.y, x['y']) becomes
 //     __hone_name_defined(x, 'x'), which fails with jinja2's "'x' is
-//     undefined" for an undefined x (pyNameDefined): the engine gave "".
+//     undefined" for an undefined x (pyNameDefined): the engine gave "";
+//   - an attribute or item read that another read follows (y.z.w)
+//     becomes __hone_member(y, 'z').z.w, which fails with jinja2's
+//     "'dict object' has no attribute 'z'" where the member is missing
+//     (pyMember): the engine gave "".
 //
 // The operands are found by parsing the code with the engine's grammar
 // (its precedence, which is what the rewritten text is parsed with, but
@@ -639,7 +643,8 @@ func (p *opParser) signed() opNode {
 // (parsePostfix).
 func (p *opParser) postfix() opNode {
 	from := p.from()
-	name := p.kindIs('a') && !unwrappedNames[p.code[p.toks[p.pos].from:p.toks[p.pos].to]]
+	unwrapped := p.kindIs('a') && unwrappedNames[p.code[p.toks[p.pos].from:p.toks[p.pos].to]]
+	name := p.kindIs('a') && !unwrapped
 	kids := []opNode{p.atom()}
 	if name && !p.failed && (p.is(0, ".") || p.is(0, "[")) {
 		n := p.code[kids[0].from:kids[0].to]
@@ -648,22 +653,35 @@ func (p *opParser) postfix() opNode {
 	for more := false; !p.failed; more = true {
 		switch {
 		case p.is(0, "."):
+			at := p.from()
 			p.pos++
 			if !p.kindIs('a') && !p.kindIs('n') {
 				p.failed = true
 				return opNode{}
 			}
+			key := ""
+			if p.kindIs('a') && !unwrapped {
+				key = "'" + p.code[p.toks[p.pos].from:p.toks[p.pos].to] + "'"
+			}
 			p.pos++
+			kids = p.member(from, at, kids, len(kids), key)
 		case p.is(0, "["):
+			at := p.from()
 			p.pos++
+			first, slice := len(kids), false
 			for !p.failed && !p.is(0, "]") {
 				if p.is(0, ":") {
-					p.pos++
+					p.pos, slice = p.pos+1, true
 					continue
 				}
 				kids = append(kids, p.expression())
 			}
 			p.expect("]")
+			key := ""
+			if !unwrapped && !slice && len(kids) == first+1 && !p.failed && !strings.Contains(p.code[at:p.end()], "(") {
+				key = p.str(kids[first])
+			}
+			kids = p.member(from, at, kids, first, key)
 		case p.is(0, "("):
 			p.pos++
 			kids = append(kids, p.list(")")...)
@@ -675,6 +693,25 @@ func (p *opParser) postfix() opNode {
 		}
 	}
 	return opNode{}
+}
+
+// member checks the attribute or item read that begins at at, whose
+// key's text is key and whose parts are kids[first:], when another read
+// follows it (y.z.w): the object read so far, code[from:at], becomes
+// __hone_member(object, key) (pyMember), which fails with jinja2's
+// UndefinedError where the member is missing, as jinja2 raises on the
+// read of its Undefined; the engine gave "". The key is evaluated twice,
+// so a key with a call in it (one that may change something) is not
+// checked (key ""), nor is a read of the loop object, caller, varargs or
+// kwargs, which the engine binds in its own way.
+func (p *opParser) member(from, at int, kids []opNode, first int, key string) []opNode {
+	if p.failed || key == "" || (!p.is(0, ".") && !p.is(0, "[")) {
+		return kids
+	}
+	object := p.join(from, at, kids[:first]...)
+	read := p.join(at, p.end(), kids[first:]...)
+	text := memberName + "(" + p.str(object) + ", " + key + ")" + p.str(read)
+	return []opNode{{from: from, to: p.end(), text: text}}
 }
 
 // unwrappedNames are the names postfix leaves as they are before an

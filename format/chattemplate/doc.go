@@ -82,6 +82,9 @@
 // A call of one of the template's macros by name with a keyword argument
 // the macro has no parameter for, or too many positional ones, fails when
 // it runs with jinja2's TypeError (macrocall.go); the engine dropped them.
+// A macro whose body reads varargs or kwargs takes those arguments into
+// them, as jinja2's does (starmacro.go; varargs is a list, and kwargs
+// holds the keywords sorted, where jinja2 keeps the call's order).
 //
 // What the limits cannot see, because the engine evaluates it in one call
 // with no hook inside: a single expression whose result is far larger than

@@ -290,6 +290,9 @@ type block struct {
 	kind   string // for, if, macro, call, filter, set, generation
 	region int    // the region its body opened, -1 if none
 	inElse bool   // a for loop's {% else %}: runs once, in the outer region
+	// star: the tag that rebinds a macro whose body reads varargs or
+	// kwargs after its endmacro (starRebind).
+	star string
 	// setFilter is a block set's filters ("| f(1)"), applied to its
 	// setTarget at the endset (endSetFilter).
 	setFilter, setTarget string
@@ -315,7 +318,7 @@ func instrument(src string, hooks bool) (*instrumented, error) {
 	if err != nil {
 		return nil, err
 	}
-	return rewrite(&rewriter{src: src, hooks: hooks, regions: []region{{}}, intKeys: map[string]bool{}, macros: macroSignatures(src, segs)}, segs)
+	return rewrite(&rewriter{src: src, hooks: hooks, regions: []region{{}}, intKeys: map[string]bool{}, macros: macroSignatures(src, segs), stars: starMacros(src, segs)}, segs)
 }
 
 // syntaxSource is src as instrument rewrites it without hooks, and
@@ -329,7 +332,7 @@ func syntaxSource(src string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	ins, err := rewrite(&rewriter{src: src, syntax: true, regions: []region{{}}, intKeys: map[string]bool{}}, segs)
+	ins, err := rewrite(&rewriter{src: src, syntax: true, regions: []region{{}}, intKeys: map[string]bool{}, stars: starMacros(src, segs)}, segs)
 	if err != nil {
 		return "", err
 	}
@@ -409,6 +412,9 @@ type rewriter struct {
 	// macros: the template's macros whose calls by name macroCalls
 	// checks as jinja2 does (none for syntaxSource).
 	macros map[string]macroSig
+	// stars: the macros whose body reads varargs or kwargs, by the
+	// offset of their tag's content (starMacros).
+	stars map[int]starUse
 }
 
 // current is the region the segment being read belongs to.
@@ -568,6 +574,15 @@ func (w *rewriter) statement(s segment, content string) error {
 			w.out.WriteString("{{ " + w.printed(call) + " }}")
 			return nil
 		}
+		if n := len(w.stack); kw == "endmacro" && n > 0 && w.stack[n-1].star != "" {
+			// The engine applies trim_blocks and the markers past the
+			// rebinding set to the text after it, as to the endmacro's.
+			star := w.stack[n-1].star
+			w.pop()
+			w.tag(s, code)
+			w.out.WriteString(star)
+			return nil
+		}
 		w.pop()
 	case "endset":
 		if n := len(w.stack); n > 0 && w.stack[n-1].setFilter != "" {
@@ -627,12 +642,18 @@ func (w *rewriter) openBody(s segment, kw, content, code string) error {
 			code = guarded
 		}
 	}
+	star := ""
+	if use, ok := w.stars[s.from]; ok && kw == "macro" && callerCall == "" {
+		if star = starRebind(content, use); star != "" {
+			code = withStarParams(code)
+		}
+	}
 	if kw == "for" {
 		code = pairLoopFilter(code)
 	}
 	id := len(w.regions)
 	w.regions = append(w.regions, region{steps: 1}) // an empty body still costs a step
-	if err := w.push(block{kind: kw, region: id, callerCall: callerCall}); err != nil {
+	if err := w.push(block{kind: kw, region: id, callerCall: callerCall, star: star}); err != nil {
 		return err
 	}
 	w.tag(s, code)

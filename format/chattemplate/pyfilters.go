@@ -48,6 +48,7 @@ func pyCallables() map[string]jinja.Value {
 		definedName:     jinja.NewCallable("defined", pyDefined),
 		nameDefinedName: jinja.NewCallable("defined", pyNameDefined),
 		memberName:      jinja.NewCallable("member", pyMember),
+		starName:        jinja.NewCallable("star", pyStar),
 	}
 	maps.Copy(calls, rareNameCallables())
 	return calls

@@ -575,12 +575,16 @@ func (w *rewriter) statement(s segment, content string) error {
 			return nil
 		}
 		if n := len(w.stack); kw == "endmacro" && n > 0 && w.stack[n-1].star != "" {
-			// The engine applies trim_blocks and the markers past the
-			// rebinding set to the text after it, as to the endmacro's.
+			// The rebinding set follows the endmacro: an empty text
+			// between takes the endmacro's trimming, and the set, with
+			// the endmacro's right marker, trims the text after as the
+			// endmacro would have (it would strip one more newline
+			// there, tagSeparator).
 			star := w.stack[n-1].star
 			w.pop()
 			w.tag(s, code)
-			w.out.WriteString(star)
+			w.out.WriteString(tagSeparator)
+			w.tag(segment{kind: segStmt, trimRight: s.trimRight}, star)
 			return nil
 		}
 		w.pop()

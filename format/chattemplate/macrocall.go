@@ -162,6 +162,12 @@ func assignedNames(kw, content string) []string {
 // arguments and the keyword arguments kws, in the order its Macro checks
 // them, or "" when jinja2 takes the call.
 func (m macroSig) refusal(name string, npos int, kws []string) string {
+	return m.refusalOf("'"+name+"'", npos, kws)
+}
+
+// refusalOf is refusal with the macro named as jinja2's message names it:
+// its name quoted, or None for a call block's caller, which has no name.
+func (m macroSig) refusalOf(who string, npos int, kws []string) string {
 	var left []string
 	for _, k := range kws {
 		filled := npos < len(m.params) && contains(m.params[npos:], k)
@@ -171,11 +177,11 @@ func (m macroSig) refusal(name string, npos int, kws []string) string {
 	}
 	switch {
 	case contains(left, "caller"):
-		return fmt.Sprintf("macro '%s' was invoked with two values for the special caller argument. This is most likely a bug.", name)
+		return fmt.Sprintf("macro %s was invoked with two values for the special caller argument. This is most likely a bug.", who)
 	case len(left) > 0:
-		return fmt.Sprintf("macro '%s' takes no keyword argument '%s'", name, left[0])
+		return fmt.Sprintf("macro %s takes no keyword argument '%s'", who, left[0])
 	case npos > len(m.params):
-		return fmt.Sprintf("macro '%s' takes not more than %d argument(s)", name, len(m.params))
+		return fmt.Sprintf("macro %s takes not more than %d argument(s)", who, len(m.params))
 	}
 	return ""
 }

@@ -10,7 +10,7 @@ import (
 
 // starName is the variable pyStar is passed as: a macro whose body reads
 // varargs or kwargs is rebound, right after its {% endmacro %}, to
-// __hone_star(m, [params], varargs, kwargs, caller) (starMacros).
+// __hone_star(m, [params], varargs, kwargs, caller, "'m'") (starMacros).
 const starName = "__hone_star"
 
 // starUse says which of jinja2's special names a macro's own body reads:
@@ -96,9 +96,10 @@ func withStarParams(code string) string {
 	return code[:end] + sep + "varargs, kwargs" + code[end:]
 }
 
-// starRebind is the tag that rebinds the macro of the tag content (a
-// {% macro %} tag's, as written) to pyStar's wrapper; "" for a macro
-// whose head macroHead cannot read (the engine refuses those).
+// starRebind is the content of the {% set %} tag that rebinds the macro
+// of the tag content (a {% macro %} tag's, as written) to pyStar's
+// wrapper; "" for a macro whose head macroHead cannot read (the engine
+// refuses those).
 func starRebind(content string, use starUse) string {
 	name, params, ok := macroHead(content)
 	if !ok {
@@ -108,20 +109,22 @@ func starRebind(content string, use starUse) string {
 	for i, p := range params {
 		quoted[i] = "'" + p + "'"
 	}
-	return fmt.Sprintf("{%% set %s = %s(%s, [%s], %t, %t, %t) %%}", name, starName, name, strings.Join(quoted, ", "),
-		use.varargs, use.kwargs, use.caller)
+	return fmt.Sprintf(" set %s = %s(%s, [%s], %t, %t, %t, \"'%s'\") ", name, starName, name, strings.Join(quoted, ", "),
+		use.varargs, use.kwargs, use.caller, name)
 }
 
 // pyStar wraps a macro m (with the parameters varargs and kwargs added
-// after its own, params) in the call jinja2 makes of it: the positional
+// after its own, params; named who in errors, jinja2's way) in the call
+// jinja2 makes of it: the positional
 // arguments past params go to varargs and the keyword arguments none of
 // params names to kwargs, each where the body reads it, else the call
 // fails with jinja2's TypeError. A caller keyword is the caller where the
 // body reads caller, else one of kwargs.
 func pyStar(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
-	if len(args) != 5 || !args[0].IsCallable() || !args[1].IsList() {
-		return jinja.Undefined(), fmt.Errorf("%s: want a macro, its parameters and three flags", starName)
+	if len(args) != 6 || !args[0].IsCallable() || !args[1].IsList() || !args[5].IsString() {
+		return jinja.Undefined(), fmt.Errorf("%s: want a macro, its parameters, three flags and its name", starName)
 	}
+	who := args[5].AsString()
 	macro := args[0].AsCallable()
 	var params []string
 	for _, p := range args[1].AsList().Items {
@@ -155,7 +158,7 @@ func pyStar(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
 		if catchVarargs {
 			npos = min(npos, len(params))
 		}
-		if msg := sig.refusal(macro.Name, npos, unknown); msg != "" {
+		if msg := sig.refusalOf(who, npos, unknown); msg != "" {
 			return jinja.Undefined(), fmt.Errorf("TypeError: %s", msg)
 		}
 		bound["varargs"] = jinja.NewList(slices.Clone(pos[n:]))

@@ -28,6 +28,9 @@ func TestMacroVarargsKwargs(t *testing.T) {
 		{"{% macro m(a) %}{% macro n() %}{{ varargs|length }}{% endmacro %}{{ a }}{{ n(1, 2, 3) }}{% endmacro %}{{ m(0) }}", "03"},
 		{"{% macro m(a) %}{{ a }}{{ varargs|length }}{% endmacro %}\n{{ m(1, 2) }}\n", "11"},
 		{"{% macro m() -%}\n  {{ kwargs.a }}\n{%- endmacro %}\n[{{ m(a=1) }}]", "[1]"},
+		{"{% macro m() %}{{ varargs|length }}{% endmacro %}\n\nX{{ m(1) }}", "\nX1"},
+		{"{% macro m() %}{{ varargs|length }}{% endmacro %}  \n\n{% if true %}\n\n{{ m(1) }}{% endif %}", "  \n\n\n1"},
+		{"{% macro m() %}{{ varargs|length }}{%- endmacro -%}\n\n  X{{ m(1) }}", "X1"},
 		{"{% macro m() %}{{ varargs[0] }}{% endmacro %}{% call m(7) %}{% endcall %}",
 			"error:macro 'm' was invoked with two values for the special caller argument. This is most likely a bug."},
 	})

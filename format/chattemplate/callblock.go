@@ -5,24 +5,24 @@ import (
 	"strings"
 )
 
-// callerPrefix names the macros call blocks with parameters become.
+// callerPrefix names the macros call blocks become.
 const callerPrefix = "__hone_caller"
 
-// callAsMacro rewrites the content of a {% call(params) f(args) %} tag,
-// one with a parameter list, into the {% macro %} tag its body becomes,
-// named callerPrefix and id, and the call f(args, caller=name)
-// (withCaller) that the {% endcall %} prints (callCloser): jinja2's
-// caller takes its
-// parameters as a macro does, where the engine's bound only the
+// callAsMacro rewrites the content of a {% call(params) f(args) %} or
+// {% call f(args) %} tag into the {% macro %} tag its body becomes,
+// named callerPrefix and id, and the call f(args, caller=name), name
+// checked as jinja2 checks a caller's arguments (use: what its body
+// reads), that the {% endcall %} prints (callCloser): jinja2's caller
+// takes its parameters as a macro does, where the engine's bound only the
 // positional arguments to the names as written, so a default was never
 // set ({% call(x, y='d') %} left y undefined, as it did y=5 passed by
 // keyword), a parameter not passed read the outer variable of its name,
 // and a default with parentheses cut the tag short. The engine's macro
 // binds them as jinja2 does, and a macro defined where the call block
-// stands sees the same variables. ok is false for a tag without
-// parameters, or one whose call is no f(...) (left to the engine, which
-// refuses what jinja2 refuses); the text returned is then unused.
-func callAsMacro(content string, id int) (macro, call string, ok bool) {
+// stands sees the same variables. ok is false for a tag whose call is
+// no f(...) (left to the engine, which refuses what jinja2 refuses); the
+// text returned is then unused.
+func callAsMacro(content string, id int, use starUse) (macro, call string, ok bool) {
 	rest := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(content), "call"))
 	params, expr := "", rest
 	hasParams := strings.HasPrefix(rest, "(")
@@ -50,18 +50,28 @@ func callAsMacro(content string, id int) (macro, call string, ok bool) {
 		return "", "", false
 	}
 	args := strings.TrimSpace(expr[open+1 : len(expr)-1])
-	if !hasParams && starArg(args) < 0 {
-		// The engine passes the body of a call block without
-		// parameters as caller, but not through *args or **kwargs,
-		// where it lost it ("caller is not callable"): only that one
-		// becomes a macro of no parameters.
-		return "", "", false
+	names, plain := paramNames(params)
+	if !plain {
+		// A parameter the checked caller cannot name: the macro
+		// binds it as the engine does, the caller unchecked.
+		return " macro " + name + "(" + params + ") ", expr[:open] + "(" + withCaller(args, name) + ")", true
 	}
-	return " macro " + name + "(" + params + ") ", expr[:open] + "(" + withCaller(args, name) + ")", true
+	// The engine's own caller, of a call block without parameters,
+	// dropped the arguments it was called with, and it lost the caller
+	// passed through *args or **kwargs ("caller is not callable"): every
+	// call block becomes a macro, passed as checked as jinja2's caller
+	// is (pyStar: jinja2's TypeError for arguments it has no parameter
+	// for, varargs and kwargs for a body that reads them).
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = "'" + n + "'"
+	}
+	caller := fmt.Sprintf("%s(%s, [%s], %t, %t, false, 'None')", starName, name, strings.Join(quoted, ", "), use.varargs, use.kwargs)
+	return " macro " + withStarParams(name+"("+params+")") + " ", expr[:open] + "(" + withCaller(args, caller) + ")", true
 }
 
 // withCaller is the argument list args with the keyword argument
-// caller=name added: before the first *args or **kwargs argument, which
+// caller=name (the caller's expression) added: before the first *args or **kwargs argument, which
 // jinja2's grammar puts after the keywords (m(**d, caller=c) does not
 // parse, and {% call(x) m(**d) %} was refused at load), else at the end.
 func withCaller(args, name string) string {

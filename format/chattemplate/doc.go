@@ -34,9 +34,10 @@
 // an attribute or item of an undefined name (x.y: "'x' is undefined") or
 // of a missing member (y.z.w with y = {}: "'dict object' has no attribute
 // 'z'", memberchain.go). A
-// {% call %} block with parameters passes its body to the macro as a
-// caller macro, bound as jinja2 binds it: defaults, keywords, and no outer
-// variable read for a parameter left out (callblock.go).
+// {% call %} block passes its body to the macro as a caller macro, bound
+// as jinja2 binds it: defaults, keywords, no outer variable read for a
+// parameter left out, and jinja2's TypeError for an argument it has no
+// parameter for, unless its body reads varargs or kwargs (callblock.go).
 //
 // Templates are compiled with github.com/ardanlabs/jinja, which applies
 // transformers' trim_blocks/lstrip_blocks settings (to the text that

@@ -27,9 +27,10 @@ import (
 //     renamed instead), and likewise the other filters renamedFilter
 //     names; operators whose meaning is not Python's become calls
 //     (pyops.go);
-//   - a {% call(params) f(args) %} block becomes a macro that the
-//     {% endcall %} passes to f as caller (callAsMacro), so its
-//     parameters bind as jinja2 binds them.
+//   - a {% call(params) f(args) %} or {% call f(args) %} block becomes
+//     a macro that the {% endcall %} passes to f as caller
+//     (callAsMacro), so its parameters bind, and its arguments are
+//     checked, as jinja2 binds and checks them.
 //
 // The inserted tags are expressions, not block tags, on purpose: the
 // engine applies trim_blocks/lstrip_blocks and the "-" markers by looking
@@ -620,7 +621,7 @@ func (w *rewriter) openBody(s segment, kw, content, code string) error {
 				}
 			}
 		}
-		if macro, call, ok := callAsMacro(content, len(w.regions)); ok {
+		if macro, call, ok := callAsMacro(content, len(w.regions), w.stars[s.from]); ok {
 			kw, content, code, callerCall = "macro", macro, renameFilters(macro), renameFilters(pyOps(call))
 		}
 	}

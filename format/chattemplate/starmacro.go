@@ -21,8 +21,9 @@ type starUse struct {
 	varargs, kwargs, caller bool
 }
 
-// starMacros finds the macros whose body reads varargs or kwargs, by the
-// offset of their {% macro %} tag's content. The engine binds only the
+// starMacros finds the macros and call blocks whose body reads varargs
+// or kwargs, by the offset of their tag's content (callAsMacro makes a
+// call block's body a macro, its caller). The engine binds only the
 // parameters a macro declares and drops the other arguments, so both
 // names were undefined in it. A name read inside a macro or a call block
 // nested in the body is that block's, not the outer macro's, and a macro
@@ -30,7 +31,7 @@ type starUse struct {
 func starMacros(src string, segs []segment) map[int]starUse {
 	stars := map[int]starUse{}
 	type open struct {
-		at    int // the content's offset; -1 for a call block
+		at    int // the content's offset
 		use   starUse
 		param bool // a parameter named varargs or kwargs
 	}
@@ -46,16 +47,13 @@ func starMacros(src string, segs []segment) map[int]starUse {
 		}
 		switch kw {
 		case "macro", "call":
-			at := -1
-			if kw == "macro" {
-				at = s.from
-			}
+			at := s.from
 			names := assignedNames(kw, content)
 			stack = append(stack, open{at: at, param: slices.Contains(names, "varargs") || slices.Contains(names, "kwargs")})
 			continue
 		case "endmacro", "endcall":
 			if n := len(stack); n > 0 {
-				if o := stack[n-1]; o.at >= 0 && !o.param && (o.use.varargs || o.use.kwargs) {
+				if o := stack[n-1]; !o.param && (o.use.varargs || o.use.kwargs) {
 					stars[o.at] = o.use
 				}
 				stack = stack[:n-1]

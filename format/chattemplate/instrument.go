@@ -572,7 +572,8 @@ func (w *rewriter) statement(s segment, content string) error {
 			call := w.stack[n-1].callerCall
 			w.pop()
 			w.tag(s, " endmacro ")
-			w.out.WriteString("{{ " + w.printed(call) + " }}")
+			// Checked as a call by name in a tag is (macroCalls).
+			w.out.WriteString("{{ " + w.printed(macroCalls(call, w.macros)) + " }}")
 			return nil
 		}
 		if n := len(w.stack); kw == "endmacro" && n > 0 && w.stack[n-1].star != "" {

@@ -27,9 +27,8 @@ func TestCheck(t *testing.T) {
 	}{
 		{"recursive", `{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}`, "macro depth limit"},
 		{"loops with tools", `{% if tools %}{% for i in range(10**10) %}{% endfor %}{% endif %}{% for m in messages %}{{ m.content }}{% endfor %}`, "steps limit"},
-		// A macro's default is the engine's to evaluate (instrument.go),
-		// and its string repetition panics for a negative count.
-		{"engine panic", `{% macro m(s="-" * (messages|length - 5)) %}{{ s }}{% endmacro %}{{ m() }}`, ErrEngine.Error()},
+		// The engine's indent filter panics for a negative width.
+		{"engine panic", `{{ "-"|indent(messages|length - 5) }}`, ErrEngine.Error()},
 		// jinja2 has wordwrap and the engine has not: the template loads
 		// (a name jinja2 has not is refused by Load: TestNamesMatchJinja2)
 		// and the check renders it.

@@ -63,10 +63,10 @@
 // refuses huge ranges before building them, tojson by one with the same
 // limits, and a panic inside the engine becomes an error (ErrEngine).
 // The * operator is ours too (pyops.go): a string or list repeated past
-// the value bytes limit stops the rendering before it is built; only in a
-// macro's default values is * left to the engine, where a literal count
-// above 1 MiB is refused when the template is compiled and a computed one
-// is not seen.
+// the value bytes limit stops the rendering before it is built, in a
+// macro's default values too (deferDefaults); only where pyOps cannot read
+// the code is * left to the engine, where a literal count above 1 MiB is
+// refused when the template is compiled and a computed one is not seen.
 // Check renders a small conversation once, at load time. Before that, a
 // filter or test that jinja2 has not refuses the template as jinja2's
 // compiler does, except in an {% if %} or an inline if-expression (that

@@ -492,9 +492,10 @@ func (w *rewriter) printed(code string) string {
 }
 
 // opsStatements are the statements whose expressions pyOps rewrites
-// (besides a set's value): the engine parses any other's text its own way
-// (a macro's parameters are cut at every comma, which a rewritten default
-// would add), or not as an expression at all.
+// (besides a set's value and a macro's defaults, deferDefaults): the
+// engine parses any other's text its own way (a macro's parameters are
+// cut at every comma, which a rewritten default would add), or not as an
+// expression at all.
 var opsStatements = map[string]bool{"if": true, "elif": true, "for": true, "call": true}
 
 // statement rewrites a {% ... %} tag and follows the block structure.
@@ -613,7 +614,8 @@ func (w *rewriter) statement(s segment, content string) error {
 // own (a for, a macro or a call block; code is its rewritten content)
 // and the hook that starts the body.
 func (w *rewriter) openBody(s segment, kw, content, code string) error {
-	var callerCall string // the call a call block with parameters prints at its end
+	var callerCall string          // the call a call block with parameters prints at its end
+	var deferred []deferredDefault // the defaults the body sets (deferDefaults)
 	if kw == "call" {
 		if rest := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(content), "call")); strings.HasPrefix(rest, "(") {
 			if end := closeBracket(rest, 0); end > 0 {
@@ -639,6 +641,10 @@ func (w *rewriter) openBody(s segment, kw, content, code string) error {
 		}
 		if err := macroDefaultCommas(content); err != nil {
 			return err
+		}
+		var rewritten string
+		if rewritten, deferred = deferDefaults(content); deferred != nil {
+			code = renameFilters(rewritten)
 		}
 		if w.hooks {
 			guarded, err := guardMacroDefaults(code)
@@ -675,6 +681,21 @@ func (w *rewriter) openBody(s segment, kw, content, code string) error {
 			fmt.Fprintf(&w.out, "{{ %s(%d, loop) }}", hookLoop, id)
 		default:
 			fmt.Fprintf(&w.out, "{{ %s(%d) }}", hookLoop, id)
+		}
+	}
+	return w.setDefaults(s, deferred)
+}
+
+// setDefaults writes the sets that give a macro's parameters their
+// deferred defaults, at the start of its body. An empty text before each
+// takes the trimming of the tag before it, and each set, with the macro
+// tag's right marker, trims the body's text as the macro tag would have
+// (two tags would strip two newlines, tagSeparator).
+func (w *rewriter) setDefaults(s segment, deferred []deferredDefault) error {
+	for _, d := range deferred {
+		w.out.WriteString(tagSeparator)
+		if err := w.statement(segment{kind: segStmt, trimRight: s.trimRight}, d.setContent()); err != nil {
+			return fmt.Errorf("the default value of %s: %w", d.name, err)
 		}
 	}
 	return nil
@@ -1011,9 +1032,9 @@ func checkTag(code string) (int, error) {
 }
 
 // checkEngineRepeat refuses, in a tag as rewritten, `* N` with a literal N
-// above maxRepeatLiteral where the rewrite left * to the engine: a
-// macro's default values (the engine cuts a macro's parameters at every
-// comma, so pyOps does not rewrite them) and code pyOps does not follow.
+// above maxRepeatLiteral where the rewrite left * to the engine: code
+// pyOps does not follow, a macro's default value among it (the others
+// are deferred to the body, deferDefaults).
 // The engine repeats a string N times at once, before any limit can
 // measure it. Everywhere else * is budget.mul, which checks the size of
 // the repetition when it runs; a number literal before the * is let

@@ -3,6 +3,8 @@ package chattemplate
 import (
 	"fmt"
 	"strings"
+
+	"github.com/ardanlabs/jinja"
 )
 
 // guardMacroDefaults rewrites the default values of a {% macro %} tag's
@@ -85,4 +87,63 @@ func macroDefaultCommas(content string) error {
 		}
 	}
 	return nil
+}
+
+// unsetName is both the value a macro parameter whose default pyOps
+// rewrites is given as its default and the test for it: __hone_unset(a)
+// is true when a holds that value (deferDefaults).
+const unsetName = "__hone_unset"
+
+// unsetValue is the value unsetName names: a callable that tests whether
+// its argument is itself.
+func unsetValue() jinja.Value {
+	return jinja.NewCallable(unsetName, func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+		if len(args) != 1 {
+			return jinja.Undefined(), fmt.Errorf("%s: takes one value, got %d", unsetName, len(args))
+		}
+		return jinja.NewBool(args[0].IsCallable() && args[0].AsCallable().Name == unsetName), nil
+	})
+}
+
+// deferredDefault is a parameter whose default value the body sets.
+type deferredDefault struct {
+	name, value string
+}
+
+// deferDefaults takes out of a {% macro %} tag's content the default
+// values that pyOps rewrites (2 ** 3, x.y, 1 + 'x'): the engine cuts the
+// parameter list at every comma, and the calls pyOps writes have commas,
+// so it evaluated them as written (2 ** 3 gave 8.0, x.y with x undefined
+// ""). Each such parameter gets unsetName as its default, and its body
+// starts with a set of its default where it holds that value (deferred):
+// evaluated only for a parameter left out, after the parameters before
+// it, as jinja2 evaluates it. content has no comma in a default
+// (macroDefaultCommas); the other defaults stay as written.
+func deferDefaults(content string) (string, []deferredDefault) {
+	head, params, ok := strings.Cut(content, "(")
+	end := strings.LastIndexByte(params, ')')
+	if !ok || end < 0 {
+		return content, nil
+	}
+	parts := splitTopLevel(params[:end])
+	var deferred []deferredDefault
+	for i, part := range parts {
+		name, value, ok := strings.Cut(part, "=")
+		value = strings.TrimSpace(value)
+		if !ok || pyOps(value) == value || !isIdent(strings.TrimSpace(name)) {
+			continue
+		}
+		deferred = append(deferred, deferredDefault{strings.TrimSpace(name), value})
+		parts[i] = name + "=" + unsetName
+	}
+	if deferred == nil {
+		return content, nil
+	}
+	return head + "(" + strings.Join(parts, ",") + params[end:], deferred
+}
+
+// setContent is the {% set %} tag's content that gives d's parameter its
+// default where it was left out.
+func (d deferredDefault) setContent() string {
+	return fmt.Sprintf(" set %s = (%s) if %s(%s) else %s ", d.name, d.value, unsetName, d.name, d.name)
 }

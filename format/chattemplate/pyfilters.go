@@ -49,6 +49,7 @@ func pyCallables() map[string]jinja.Value {
 		nameDefinedName: jinja.NewCallable("defined", pyNameDefined),
 		memberName:      jinja.NewCallable("member", pyMember),
 		starName:        jinja.NewCallable("star", pyStar),
+		unsetName:       unsetValue(),
 	}
 	maps.Copy(calls, rareNameCallables())
 	return calls

@@ -643,8 +643,16 @@ func (p *opParser) signed() opNode {
 // (parsePostfix).
 func (p *opParser) postfix() opNode {
 	from := p.from()
-	unwrapped := p.kindIs('a') && unwrappedNames[p.code[p.toks[p.pos].from:p.toks[p.pos].to]]
-	name := p.kindIs('a') && !unwrapped
+	atom := ""
+	if p.kindIs('a') {
+		atom = p.code[p.toks[p.pos].from:p.toks[p.pos].to]
+	}
+	// loop is checked too: where no for loop's body binds it (the top
+	// level, a for's else, a macro called from a loop) jinja2 raises
+	// "'loop' is undefined" on its attributes; its own members are the
+	// engine's, not checked (member).
+	unwrapped := unwrappedNames[atom]
+	name := atom != "" && (!unwrapped || atom == "loop")
 	kids := []opNode{p.atom()}
 	if name && !p.failed && (p.is(0, ".") || p.is(0, "[")) {
 		n := p.code[kids[0].from:kids[0].to]
@@ -715,10 +723,10 @@ func (p *opParser) member(from, at int, kids []opNode, first int, key string) []
 }
 
 // unwrappedNames are the names postfix leaves as they are before an
-// attribute or item: literals, the loop object and a macro's caller,
-// varargs and kwargs (bound by the engine in its own way, and loop read
-// by our loop hook), and jinja2's globals, which a template does not
-// read attributes of but which are defined.
+// attribute or item: literals, the loop object (but for its check, see
+// postfix) and a macro's caller, varargs and kwargs (bound by the engine
+// in its own way, and loop read by our loop hook), and jinja2's globals,
+// which a template does not read attributes of but which are defined.
 var unwrappedNames = map[string]bool{"true": true, "false": true, "none": true, "True": true, "False": true, "None": true,
 	"loop": true, "caller": true, "varargs": true, "kwargs": true, "self": true,
 	"range": true, "dict": true, "lipsum": true, "cycler": true, "joiner": true, "namespace": true}

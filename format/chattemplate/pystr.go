@@ -2,6 +2,7 @@ package chattemplate
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -61,6 +62,8 @@ func writeRepr(b *strings.Builder, v jinja.Value) {
 			writeRepr(b, it)
 		}
 		b.WriteByte(']')
+	case v.IsDict() && isEngineLoop(v.AsDict()):
+		fmt.Fprintf(b, "<LoopContext %s/%s>", v.AsDict().Data["index"].String(), v.AsDict().Data["length"].String())
 	case v.IsDict():
 		d := v.AsDict()
 		b.WriteByte('{')
@@ -117,4 +120,12 @@ func writeStrRepr(b *strings.Builder, s string) {
 		i += n
 	}
 	b.WriteByte(q)
+}
+
+// isEngineLoop reports whether d is the engine's loop object, which
+// jinja2's LoopContext prints as <LoopContext index/length> where the dict
+// printed {'length': N}: the engine sets its per-iteration keys (index,
+// index0, ...) in Data alone, which no dict of the template's does.
+func isEngineLoop(d *jinja.Dict) bool {
+	return d.Has("index") && d.Has("length") && !slices.Contains(d.Keys, "index")
 }

@@ -352,10 +352,13 @@ func (v *identVisitor) guard(n *ast.BinaryNode) {
 		mark(n.Right)
 	case n.Operator == "in" || n.Operator == "not in":
 		// "x" in metrics, or in keys(metrics), or in a list of names:
-		// a test for x, whatever it is tested against.
+		// a test for x, whatever it is tested against, in any of the
+		// maps a lookup reads (group_metrics too: its reads behind such
+		// a test are watched as the row's are).
 		if key, ok := n.Left.(*ast.StringNode); ok {
-			v.tested[lookup{"metrics", key.Value}] = true
-			v.tested[lookup{"components", key.Value}] = true
+			for _, m := range []string{"metrics", "components", groupMetricsName} {
+				v.tested[lookup{m, key.Value}] = true
+			}
 			if m := testedMap(n.Right); m != "" {
 				v.inTests[lookup{m, key.Value}] = true
 			}

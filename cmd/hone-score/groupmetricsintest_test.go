@@ -1,0 +1,43 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/format/trajectory"
+)
+
+// TestGroupMetricInTestedOnNoRowWarns: a misspelt group metric that an
+// in test leads to ("difficult" in group_metrics ? group_metrics.difficult
+// : win) made the test false on every row without a word, where the same
+// formula over metrics warned: the in test marked the key tested for the
+// row's maps only. It now warns as for metrics, with the closest name.
+func TestGroupMetricInTestedOnNoRowWarns(t *testing.T) {
+	dir := t.TempDir()
+	in := oneGroupEdited(t, dir, "g.parquet", func(gs []trajectory.Group) {
+		gs[0].Metrics = map[string]float64{"difficulty": 3}
+	})
+	out := filepath.Join(dir, "out.parquet")
+	for _, src := range []string{
+		`"difficult" in group_metrics ? group_metrics["difficult"] : win`,
+		`"difficult" in keys(group_metrics) ? group_metrics.difficult * win : win`,
+		`"difficult" in group_metrics ? 1 : 0`,
+	} {
+		r := runBin(t, nil, nil, "-o", out, "--scorer", "f=formula:"+src, in)
+		if r.code != 0 {
+			t.Errorf("%s: exit %d, want 0:\n%s", src, r.code, r.stderr)
+			continue
+		}
+		var lines []string
+		for _, line := range strings.Split(r.stderr, "\n") {
+			if strings.Contains(line, "on no row") {
+				lines = append(lines, line)
+			}
+		}
+		if len(lines) != 1 || !strings.Contains(lines[0], `name="group_metrics[\"difficult\"]"`) ||
+			!strings.Contains(lines[0], "test found it on no row") || !strings.Contains(lines[0], "closest=difficulty") {
+			t.Errorf("%s: want one warning that the test found group_metrics[\"difficult\"] on no row, closest difficulty:\n%s", src, r.stderr)
+		}
+	}
+}

@@ -524,6 +524,11 @@ func (s *Scorer) eval(t *trajectory.Trajectory, group map[string]float64) (float
 			if whole, in, ok := splitName(t, n); ok {
 				return 0, fmt.Errorf("formula %q: no metric or component named %q (has %s); the row's %s %q is one name, which a bare name cannot spell (a dot reads a field, a dash or slash is arithmetic): write %s[%q]", s.src, n, describe(t, group), strings.TrimSuffix(in, "s"), whole, in, whole)
 			}
+			if _, ok := group[n]; ok {
+				// The group's metric of that name: metrics[n] ?? 0 would
+				// read 0 on every row.
+				return 0, fmt.Errorf("formula %q: no metric or component named %q (has %s); a bare name reads the row's, and the group's metric %q is group_metrics[%q]", s.src, n, describe(t, group), n, n)
+			}
 			return 0, fmt.Errorf("formula %q: no metric or component named %q (has %s); where a row may lack it, write metrics[%q] ?? 0", s.src, n, describe(t, group), n)
 		}
 	}

@@ -20,9 +20,9 @@
 // A group of one cannot be ranked, and a group whose trajectories are all
 // identical has nothing to rank: the judge then sees the one attempt,
 // whole, with instructions to score it on an absolute scale, and its score
-// is given to every trajectory of the group. Such identical groups are
-// counted (Scorer.Identical) for one warning a run; each is logged at
-// debug level.
+// is given to every trajectory of the group. Such identical groups, once
+// the judge answered for them, are counted (Scorer.Identical) for one
+// warning a run; each is logged at debug level.
 //
 // Token budget (BuildWithin): when the prompt exceeds Budget.Tokens,
 // counted with the judge's tokenizer or estimated from bytes, long texts

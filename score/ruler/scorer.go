@@ -51,9 +51,9 @@ func (s *Scorer) Cuts() CutCounts {
 	return CutCounts{Prompts: s.prompts.Load(), Cut: s.cut.Load(), Texts: s.texts.Load()}
 }
 
-// Identical returns how many groups so far had all their trajectories
-// identical, and the ids of the first few of them (in the order they were
-// scored); safe while groups are scored.
+// Identical returns how many of the groups the judge scored so far had
+// all their trajectories identical, and the ids of the first few of them
+// (in the order they were scored); safe while groups are scored.
 func (s *Scorer) Identical() (n int64, first []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -90,11 +90,6 @@ func (s *Scorer) ScoreGroup(ctx context.Context, g *trajectory.Group) ([]traject
 		s.cut.Add(1)
 		s.texts.Add(int64(p.Cuts))
 	}
-	if p.Identical {
-		// Warned about once a run by its caller (Identical): a policy
-		// that collapsed makes such groups by the hundred.
-		s.countIdentical(g.ID)
-	}
 	if s.Log != nil {
 		if p.Identical {
 			s.Log.Debug("ruler: all trajectories of the group are identical; the judge scores one of them on an absolute scale", "group", g.ID, "trajectories", n)
@@ -108,6 +103,12 @@ func (s *Scorer) ScoreGroup(ctx context.Context, g *trajectory.Group) ([]traject
 	v, err := s.Judge.Judge(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("ruler: group %q: %w", g.ID, err)
+	}
+	if p.Identical {
+		// Warned about once a run by its caller (Identical): a policy
+		// that collapsed makes such groups by the hundred. Counted once
+		// the judge answered, as the warning says it scored one of each.
+		s.countIdentical(g.ID)
 	}
 	out := make([]trajectory.RewardComponent, n)
 	for i := range out {

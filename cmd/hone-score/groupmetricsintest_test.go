@@ -57,3 +57,21 @@ func TestBareGroupMetricNameHint(t *testing.T) {
 		t.Errorf("exit %d, want a failure pointing at group_metrics[\"difficulty\"]:\n%s", r.code, r.stderr)
 	}
 }
+
+// TestGuardedBareGroupMetricNameWarnsOfIt: a guarded bare name that is
+// one of the group's metrics ((difficulty ?? 1) * win) read nil on every
+// row, and the warning named no closest name, the row's names being far
+// from it (so too metrics["difficulty"] ?? 1). It now names
+// group_metrics["difficulty"] as the closest.
+func TestGuardedBareGroupMetricNameWarnsOfIt(t *testing.T) {
+	dir := t.TempDir()
+	in := oneGroupEdited(t, dir, "g.parquet", func(gs []trajectory.Group) {
+		gs[0].Metrics = map[string]float64{"difficulty": 3}
+	})
+	for src, name := range map[string]string{`(difficulty ?? 1) * win`: `name=difficulty`, `(metrics.difficulty ?? 1) * win`: `name="metrics[\"difficulty\"]"`} {
+		r := runBin(t, nil, nil, "-o", filepath.Join(dir, "out.parquet"), "--scorer", "f=formula:"+src, in)
+		if r.code != 0 || !strings.Contains(r.stderr, name) || !strings.Contains(r.stderr, `closest="group_metrics[\"difficulty\"]"`) {
+			t.Errorf("%s: exit %d, want 0 and a warning naming group_metrics[\"difficulty\"] as the closest:\n%s", src, r.code, r.stderr)
+		}
+	}
+}

@@ -225,6 +225,11 @@ func (s *Scorer) Unseen() []Unseen {
 			u.Name = fmt.Sprintf("%s[%q]", w.in, w.key)
 		}
 		u.Closest = closest(w.key, cands)
+		if _, ok := s.seen.group[w.key]; ok && w.in != groupMetricsName {
+			// The group's metric of that very name, which only
+			// group_metrics reads: nearer than any misspelling.
+			u.Closest = fmt.Sprintf("%s[%q]", groupMetricsName, w.key)
+		}
 		out = append(out, u)
 	}
 	return out

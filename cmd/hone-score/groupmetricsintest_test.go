@@ -44,17 +44,23 @@ func TestGroupMetricInTestedOnNoRowWarns(t *testing.T) {
 
 // TestBareGroupMetricNameHint: a bare name that is one of the group's
 // metrics, not the row's, failed the row with "where a row may lack it,
-// write metrics["difficulty"] ?? 0": advice that reads 0 on every row.
-// The error now points at group_metrics["difficulty"].
+// write metrics["difficulty"] ?? 0": advice that reads 0 on every row;
+// so did metrics["difficulty"]. The error now points at
+// group_metrics["difficulty"].
 func TestBareGroupMetricNameHint(t *testing.T) {
 	dir := t.TempDir()
 	in := oneGroupEdited(t, dir, "g.parquet", func(gs []trajectory.Group) {
 		gs[0].Metrics = map[string]float64{"difficulty": 3}
 	})
-	r := runBin(t, nil, nil, "-o", filepath.Join(dir, "out.parquet"), "--scorer", "f=formula:win * difficulty", in)
-	if r.code == 0 || !strings.Contains(r.stderr, `no metric or component named "difficulty"`) ||
-		!strings.Contains(r.stderr, `group_metrics["difficulty"]`) || strings.Contains(r.stderr, ` metrics["difficulty"] ?? 0`) {
-		t.Errorf("exit %d, want a failure pointing at group_metrics[\"difficulty\"]:\n%s", r.code, r.stderr)
+	for src, says := range map[string]string{
+		`win * difficulty`:            `no metric or component named "difficulty"`,
+		`win * metrics["difficulty"]`: `no metric named "difficulty"`,
+	} {
+		r := runBin(t, nil, nil, "-o", filepath.Join(dir, "out.parquet"), "--scorer", "f=formula:"+src, in)
+		if r.code == 0 || !strings.Contains(r.stderr, says) ||
+			!strings.Contains(r.stderr, `group_metrics["difficulty"]`) || strings.Contains(r.stderr, ` metrics["difficulty"] ?? 0`) {
+			t.Errorf("%s: exit %d, want a failure pointing at group_metrics[\"difficulty\"]:\n%s", src, r.code, r.stderr)
+		}
 	}
 }
 

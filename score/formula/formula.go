@@ -541,6 +541,9 @@ func (s *Scorer) eval(t *trajectory.Trajectory, group map[string]float64) (float
 		case groupMetricsName:
 			what = "group metric"
 		}
+		if _, ok := group[missing.key]; ok && missing.in != groupMetricsName {
+			return 0, fmt.Errorf("formula %q: no %s named %q (has %s); the group's metric %q is group_metrics[%q]", s.src, what, missing.key, describe(t, group), missing.key, missing.key)
+		}
 		return 0, fmt.Errorf("formula %q: no %s named %q (has %s); where a row may lack it, write %s[%q] ?? 0", s.src, what, missing.key, describe(t, group), missing.in, missing.key)
 	}
 	if err != nil {

@@ -246,7 +246,9 @@ func nothingWritten(out string) string {
 	if out == "" || out == cli.Stdin {
 		return "nothing was written to stdout"
 	}
-	return "nothing was written; an existing " + out + " is left as it was"
+	// An object's URL without its query (endpoint, region), as every
+	// other message names it.
+	return "nothing was written; an existing " + fileset.DisplayName(out) + " is left as it was"
 }
 
 const proxyUsage = `hone-collect proxy records the conversations of your own agent: point its

@@ -8,7 +8,9 @@
 //   - every metric and every component by its own name (a component
 //     shadows a metric of the same name, so a name that is a component
 //     on some rows and a metric alone on others reads each in turn:
-//     Scorer.Mixed names it, and hone-score warns), e.g.
+//     Scorer.Mixed names it, and hone-score warns, by the rows' contents
+//     and not the branches taken, except of a name read only where an in
+//     test shows it a component: "x" in components ? x : metrics.x), e.g.
 //     win - 0.1*illegal; a
 //     name given to Scorer.ComponentNames (in hone-score, the names its
 //     chain writes: env, previous and each scorer's) is the component

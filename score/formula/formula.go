@@ -40,7 +40,10 @@ type Scorer struct {
 	// guards: an in test (or a branch it leads to) is all that reaches
 	// them, so a row without one never reads it as nil.
 	onlyTested map[lookup]bool
-	seen       seen
+	// compReads are the bare names every read of which an in test of
+	// components leads to: a component wherever read, never mixed.
+	compReads map[string]bool
+	seen      seen
 }
 
 // lookup is one constant key read from the metrics or components map.
@@ -64,7 +67,8 @@ func New(component, src string) (*Scorer, error) {
 		return nil, fmt.Errorf("formula %q does not parse: %v", src, err)
 	}
 	v := &identVisitor{free: map[string]bool{}, bound: map[string]bool{}, guarded: map[file.Location]bool{}, keys: map[lookup]bool{}, tested: map[lookup]bool{},
-		inTests: map[lookup]bool{}, nilGuarded: map[lookup]bool{}, guardedIdent: map[*ast.IdentifierNode]bool{}, nilReadIdent: map[string]bool{}}
+		inTests: map[lookup]bool{}, nilGuarded: map[lookup]bool{}, guardedIdent: map[*ast.IdentifierNode]bool{}, nilReadIdent: map[string]bool{},
+		compShown: map[*ast.IdentifierNode]bool{}}
 	ast.Walk(&tree.Node, v)
 	var names, must []string
 	for n := range v.free {
@@ -132,12 +136,28 @@ func New(component, src string) (*Scorer, error) {
 			s.onlyTested[l] = true
 		}
 	}
+	s.compReads = compReads(names, v)
 	s.seen.found = make([]bool, len(s.watch))
 	s.seen.mix = make([]mix, len(names))
 	s.seen.mixLeft.Store(int64(s.mixWatched()))
 	s.seen.left.Store(int64(len(s.watch)))
 	s.seen.metrics, s.seen.comps, s.seen.group = map[string]bool{}, map[string]bool{}, map[string]bool{}
 	return s, nil
+}
+
+// compReads returns the names of names every read of which an in test
+// of components leads to (v.compShown).
+func compReads(names []string, v *identVisitor) map[string]bool {
+	out := map[string]bool{}
+	for _, n := range names {
+		out[n] = true
+	}
+	for _, id := range v.idents {
+		if !v.compShown[id] {
+			delete(out, id.Value)
+		}
+	}
+	return out
 }
 
 // identVisitor collects identifiers, the names bound by let, and the
@@ -166,6 +186,10 @@ type identVisitor struct {
 	// ?? 0, env == nil): nil there where missing. A name only an in
 	// test of components leads to is never read on a row without it.
 	nilReadIdent map[string]bool
+	// compShown are the reads of a bare name that an in test of
+	// components leads to ("x" in components ? x : 0): the component,
+	// never a metric of the name.
+	compShown map[*ast.IdentifierNode]bool
 }
 
 func (v *identVisitor) Visit(n *ast.Node) {
@@ -189,8 +213,10 @@ func (v *identVisitor) Visit(n *ast.Node) {
 	case *ast.ConditionalNode:
 		// reward == nil ? 5 : reward reads reward in the branch its
 		// test takes only where reward is there.
-		v.markIdents(n.Exp1, nonNilIf(n.Cond, true))
-		v.markIdents(n.Exp2, nonNilIf(n.Cond, false))
+		v.markIdents(n.Exp1, nonNilIf(n.Cond, true, false), v.guardedIdent)
+		v.markIdents(n.Exp2, nonNilIf(n.Cond, false, false), v.guardedIdent)
+		v.markIdents(n.Exp1, nonNilIf(n.Cond, true, true), v.compShown)
+		v.markIdents(n.Exp2, nonNilIf(n.Cond, false, true), v.compShown)
 	}
 }
 
@@ -200,20 +226,23 @@ func (v *identVisitor) Visit(n *ast.Node) {
 func (v *identVisitor) guardAfterTest(n *ast.BinaryNode) {
 	switch n.Operator {
 	case "&&", "and":
-		v.markIdents(n.Right, nonNilIf(n.Left, true))
+		v.markIdents(n.Right, nonNilIf(n.Left, true, false), v.guardedIdent)
+		v.markIdents(n.Right, nonNilIf(n.Left, true, true), v.compShown)
 	case "||", "or":
-		v.markIdents(n.Right, nonNilIf(n.Left, false))
+		v.markIdents(n.Right, nonNilIf(n.Left, false, false), v.guardedIdent)
+		v.markIdents(n.Right, nonNilIf(n.Left, false, true), v.compShown)
 	}
 }
 
 // nonNilIf returns the bare names that cond, evaluating to outcome,
 // shows are there: x != nil or "x" in components when true, x == nil or
 // "x" not in components when false, and so through &&, || and not.
-func nonNilIf(cond ast.Node, outcome bool) []string {
+// comps: only the names an in test of components shows there.
+func nonNilIf(cond ast.Node, outcome, comps bool) []string {
 	switch c := cond.(type) {
 	case *ast.UnaryNode:
 		if c.Operator == "!" || c.Operator == "not" {
-			return nonNilIf(c.Node, !outcome)
+			return nonNilIf(c.Node, !outcome, comps)
 		}
 	case *ast.BinaryNode:
 		switch c.Operator {
@@ -225,7 +254,7 @@ func nonNilIf(cond ast.Node, outcome bool) []string {
 				_, nilLeft := c.Left.(*ast.NilNode)
 				ok = ok && nilLeft
 			}
-			if ok && (c.Operator == "!=") == outcome {
+			if ok && !comps && (c.Operator == "!=") == outcome {
 				return []string{id.Value}
 			}
 		case "in", "not in":
@@ -239,21 +268,21 @@ func nonNilIf(cond ast.Node, outcome bool) []string {
 			}
 		case "&&", "and":
 			if outcome {
-				return append(nonNilIf(c.Left, true), nonNilIf(c.Right, true)...)
+				return append(nonNilIf(c.Left, true, comps), nonNilIf(c.Right, true, comps)...)
 			}
 		case "||", "or":
 			if !outcome {
-				return append(nonNilIf(c.Left, false), nonNilIf(c.Right, false)...)
+				return append(nonNilIf(c.Left, false, comps), nonNilIf(c.Right, false, comps)...)
 			}
 		}
 	}
 	return nil
 }
 
-// markIdents marks as guarded each read of one of names within n.
-func (v *identVisitor) markIdents(n ast.Node, names []string) {
+// markIdents marks in into each read of one of names within n.
+func (v *identVisitor) markIdents(n ast.Node, names []string, into map[*ast.IdentifierNode]bool) {
 	if len(names) > 0 {
-		ast.Walk(&n, identMarker{names, v.guardedIdent})
+		ast.Walk(&n, identMarker{names, into})
 	}
 }
 

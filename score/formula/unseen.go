@@ -127,11 +127,12 @@ func (s *Scorer) record(id string, metrics, comps, group map[string]any) {
 
 // mixWatched counts the bare names that can read a component on one row
 // and a metric on another: not the reward, nor a name ComponentNames
-// makes the component only.
+// makes the component only, nor one read only where an in test showed
+// it a component.
 func (s *Scorer) mixWatched() int {
 	n := 0
 	for _, name := range s.names {
-		if name != rewardName && !s.onlyComps[name] {
+		if name != rewardName && !s.onlyComps[name] && !s.compReads[name] {
 			n++
 		}
 	}
@@ -146,7 +147,7 @@ func (s *Scorer) recordMix(id string, metrics, comps map[string]any) {
 	}
 	for i, name := range s.names {
 		m := &s.seen.mix[i]
-		if name == rewardName || s.onlyComps[name] || m.comp != "" && m.metric != "" {
+		if name == rewardName || s.onlyComps[name] || s.compReads[name] || m.comp != "" && m.metric != "" {
 			continue
 		}
 		_, inComps := comps[name]

@@ -207,7 +207,14 @@ func localRun(ctx context.Context, arg string) (dir string, as pulledAs, done fu
 	dir = filepath.Join(tmp, path.Base(name))
 	steps, err := runfolder.Pull(ctx, arg, dir, runfolder.PullOptions{Skip: func(f string) bool { return f != checkpoint.ConfigName }})
 	if err == nil && len(steps) == 0 {
-		err = cli.BadInputf("%s holds no published run: no %s names a step there", name, runfolder.LatestName)
+		// Pull takes a latest that is not there for a run not yet
+		// published, and a bucket that is not there reads the same: asked
+		// after, a misspelt bucket is said as such, not as a missing run.
+		if err = fileset.CheckBucket(ctx, arg); err != nil {
+			err = cli.BadInput(err)
+		} else {
+			err = cli.BadInputf("%s holds no published run: no %s names a step there", name, runfolder.LatestName)
+		}
 	}
 	if err != nil {
 		done()

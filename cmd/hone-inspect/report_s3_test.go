@@ -88,3 +88,24 @@ func TestReportObjectStoreRunNamesURL(t *testing.T) {
 		t.Errorf("a pulled run with a bad metrics line: exit %d\n%s\nwant 2, naming %s, not the temporary folder %s", r.code, r.stderr, want, tmp)
 	}
 }
+
+// TestReportObjectStoreRunNoBucket: report on a URL whose bucket is not
+// there says so, as every other command does (the store's settings shown,
+// which say where it asked; the endpoint's password masked). It said the
+// URL "holds no published run: no latest names a step there", which sent
+// the user looking for a run in a misspelt bucket.
+func TestReportObjectStoreRunNoBucket(t *testing.T) {
+	dir, tmp := t.TempDir(), t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	s3 := fakes3d.StartTest(t, "hone")
+	const secret = "pw-report-nobucket"
+	url := strings.Replace(s3.URL("hnoe", "adapters/r1"), "endpoint=http://", "endpoint=http://me:"+secret+"@", 1)
+	r := run(t, nil, "report", url, "-o", filepath.Join(dir, "report.html"))
+	if r.code != 2 || !strings.Contains(r.stderr, "the bucket s3://hnoe/ does not exist") ||
+		strings.Contains(r.stderr, "holds no published run") || strings.Contains(r.stderr, secret) {
+		t.Errorf("a URL whose bucket is missing: exit %d\n%s\nwant 2, saying the bucket does not exist, the password masked", r.code, r.stderr)
+	}
+	if names, _ := os.ReadDir(tmp); len(names) > 0 {
+		t.Errorf("%d entries stay in $TMPDIR, first %s", len(names), names[0].Name())
+	}
+}

@@ -599,12 +599,15 @@ func (s *Scorer) eval(t *trajectory.Trajectory, group map[string]float64) (float
 }
 
 // notFinite names the values the formula reads that the row holds as NaN
-// or ±Inf ("; the row's metric "x" is NaN"), "" when none: a result that
-// is not finite is then the formula's own doing (a division by zero).
+// or ±Inf ("; the row's metric "x" is NaN", "; the group's metric "y" is
+// NaN"), "" when none: a result that is not finite is then the formula's
+// own doing (a division by zero).
 func (s *Scorer) notFinite(t *trajectory.Trajectory, group map[string]float64) string {
 	var out []string
+	// what is whose value it is: "row's metric", "group's metric" (the
+	// group's own, which its rows repeat, not the row's).
 	add := func(what, name string, v float64) {
-		if msg := fmt.Sprintf("the row's %s %q is %v", what, name, v); (math.IsNaN(v) || math.IsInf(v, 0)) && !slices.Contains(out, msg) {
+		if msg := fmt.Sprintf("the %s %q is %v", what, name, v); (math.IsNaN(v) || math.IsInf(v, 0)) && !slices.Contains(out, msg) {
 			out = append(out, msg)
 		}
 	}
@@ -616,24 +619,24 @@ func (s *Scorer) notFinite(t *trajectory.Trajectory, group map[string]float64) s
 				out = append(out, fmt.Sprintf("the row's reward is %v", *t.Reward))
 			}
 		} else if c, ok := findComponent(t, n); ok {
-			add("component", n, c)
+			add("row's component", n, c)
 		} else if m, ok := t.Metrics[n]; ok && !s.onlyComps[n] {
-			add("metric", n, m)
+			add("row's metric", n, m)
 		}
 	}
 	for _, l := range s.lookups {
 		switch l.in {
 		case "components":
 			if c, ok := findComponent(t, l.key); ok && !slices.Contains(s.names, l.key) {
-				add("component", l.key, c)
+				add("row's component", l.key, c)
 			}
 		case groupMetricsName:
 			if m, ok := group[l.key]; ok {
-				add("group metric", l.key, m)
+				add("group's metric", l.key, m)
 			}
 		default:
 			if m, ok := t.Metrics[l.key]; ok {
-				add("metric", l.key, m)
+				add("row's metric", l.key, m)
 			}
 		}
 	}

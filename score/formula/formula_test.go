@@ -114,6 +114,21 @@ func TestScoreGroup(t *testing.T) {
 	}
 }
 
+// A group metric that is NaN is named as the group's, not the row's: the
+// group's metrics are the group's own, which every row of it repeats.
+func TestNotFiniteNamesTheGroupMetric(t *testing.T) {
+	f, err := formula.New("f", `win + group_metrics["spread"]`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &trajectory.Group{ID: "g1", Metrics: map[string]float64{"spread": math.NaN()},
+		Trajectories: []trajectory.Trajectory{{ID: "a", Metrics: map[string]float64{"win": 1}}}}
+	_, err = f.ScoreGroup(context.Background(), g)
+	if err == nil || !strings.Contains(err.Error(), `the group's metric "spread" is NaN`) || strings.Contains(err.Error(), "the row's") {
+		t.Errorf("err = %v, want it to say the group's metric \"spread\" is NaN", err)
+	}
+}
+
 // metrics["name"] and components["name"] name a metric or component as a
 // bare name does, so a row that lacks it is an error too (the lookup gave
 // nil, and nil == 1 is false: a row without the metric scored 0 for

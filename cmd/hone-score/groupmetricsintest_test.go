@@ -81,3 +81,36 @@ func TestGuardedBareGroupMetricNameWarnsOfIt(t *testing.T) {
 		}
 	}
 }
+
+// TestInTestMarksOnlyItsMap: an in test marked its key tested in every
+// map, whatever it tested against: "difficult" in components ?
+// group_metrics.difficult : 0 warned that "the test found"
+// group_metrics["difficult"] on no row, a test the formula never makes
+// (so too a test against a list of names). Only the map tested is
+// watched now; a misspelt group metric read behind an in test of
+// metrics, guarded, is still warned of as a name it reads.
+func TestInTestMarksOnlyItsMap(t *testing.T) {
+	dir := t.TempDir()
+	in := oneGroupEdited(t, dir, "g.parquet", func(gs []trajectory.Group) {
+		gs[0].Metrics = map[string]float64{"difficulty": 3}
+		for i := range gs[0].Trajectories {
+			gs[0].Trajectories[i].Metrics["difficult"] = 1
+		}
+	})
+	out := filepath.Join(dir, "out.parquet")
+	for src, want := range map[string]string{
+		`"difficult" in components ? group_metrics.difficult : 0`: `name="components[\"difficult\"]"`,
+		`"difficult" in ["a"] ? group_metrics.difficult : 0`:      "",
+	} {
+		r := runBin(t, nil, nil, "-o", out, "--scorer", "f=formula:"+src, in)
+		if r.code != 0 || strings.Contains(r.stderr, `group_metrics[\"difficult\"]`) || want != "" && !strings.Contains(r.stderr, want) {
+			t.Errorf("%s: exit %d, want 0 and no warning of group_metrics[\"difficult\"], which it never tests for:\n%s", src, r.code, r.stderr)
+		}
+	}
+	src := `"difficult" in metrics ? (group_metrics.difficult ?? 0) : 0`
+	r := runBin(t, nil, nil, "-o", out, "--scorer", "f=formula:"+src, in)
+	if r.code != 0 || !strings.Contains(r.stderr, "a name it reads was on no row") ||
+		!strings.Contains(r.stderr, `name="group_metrics[\"difficult\"]"`) || !strings.Contains(r.stderr, "closest=difficulty") {
+		t.Errorf("%s: exit %d, want 0 and a warning that group_metrics[\"difficult\"] was on no row, closest difficulty:\n%s", src, r.code, r.stderr)
+	}
+}

@@ -380,23 +380,24 @@ func (v *identVisitor) guard(n *ast.BinaryNode) {
 	case (n.Operator == "==" || n.Operator == "!=") && leftNil:
 		mark(n.Right)
 	case n.Operator == "in" || n.Operator == "not in":
-		// "x" in metrics, or in keys(metrics), or in a list of names:
-		// a test for x, whatever it is tested against, in any of the
-		// maps a lookup reads (group_metrics too: its reads behind such
-		// a test are watched as the row's are).
+		// "x" in metrics, or in keys(metrics): a test for x in that map
+		// only (group_metrics too). Marked in every map, a read of
+		// another map's x behind it ("x" in components ?
+		// group_metrics.x : 0), or behind a test against a list of
+		// names, was warned of as a name the test found on no row,
+		// a test the formula never makes.
 		if key, ok := n.Left.(*ast.StringNode); ok {
-			for _, m := range []string{"metrics", "components", groupMetricsName} {
-				v.tested[lookup{m, key.Value}] = true
-			}
 			if m := testedMap(n.Right); m != "" {
+				v.tested[lookup{m, key.Value}] = true
 				v.inTests[lookup{m, key.Value}] = true
 			}
 		}
 	}
 }
 
-// testedMap returns the map an in test asks, metrics or components,
-// when n is that map or keys of it; "" otherwise (a list of names).
+// testedMap returns the map an in test asks, metrics, components or
+// group_metrics, when n is that map or keys of it; "" otherwise (a list
+// of names).
 func testedMap(n ast.Node) string {
 	var arg ast.Node = n
 	switch c := n.(type) {

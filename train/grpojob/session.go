@@ -59,6 +59,8 @@ func runFiles(ctx context.Context, prep *trainer.Prepared, o Options, gs []group
 		if err := recordSession(prep.Ckpt, sess); err != nil {
 			return err
 		}
+	} else if err := maskOldManifest(prep.Ckpt); err != nil {
+		return err
 	}
 	// The state of each step keeps the session without its groups: the
 	// manifest has them, and a step's state stays what it was before they
@@ -250,6 +252,19 @@ func redactNames(names []string) []string {
 		out[i] = fileset.RedactURL(n)
 	}
 	return out
+}
+
+// maskOldManifest rewrites the run's manifest.json masked where code
+// before names were masked wrote it (Run.MaskManifest): a resume whose
+// session is already complete records none, and only a call that wrote
+// the manifest for its own reasons rewrote it, so the endpoint's password
+// stayed, as it did for a --watch-dir call with nothing new.
+func maskOldManifest(run *checkpoint.Run) error {
+	man, err := run.ReadManifest()
+	if err != nil {
+		return err
+	}
+	return run.MaskManifest(man)
 }
 
 // recordSession lists sess in the run's manifest, replacing the entries of

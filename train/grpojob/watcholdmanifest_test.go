@@ -15,7 +15,8 @@ import (
 )
 
 // unmaskManifest rewrites runDir's manifest.json as the code before names
-// were masked wrote it: each consumed and pending file named as listed,
+// were masked wrote it: each consumed, pending and session file named as
+// listed,
 // the endpoint's password and all (query is the command's).
 func unmaskManifest(t *testing.T, runDir, query string) {
 	t.Helper()
@@ -42,6 +43,10 @@ func unmaskManifest(t *testing.T, runDir, query string) {
 	fix(m["consumed"])
 	if pend, ok := m["pending"].(map[string]any); ok {
 		fix(pend["files"])
+	}
+	sessions, _ := m["sessions"].([]any)
+	for _, sess := range sessions {
+		fix(sess.(map[string]any)["files"])
 	}
 	if n == 0 {
 		t.Fatalf("%s names no object to unmask:\n%s", p, b)
@@ -212,5 +217,41 @@ func TestWatchOldManifestMaskedByNothingNewCall(t *testing.T) {
 			t.Errorf("%s read %v; want nothing read and nothing new\n%s", call, gets, log.String())
 		}
 		checkNoSecret(t, call, runDir)
+	}
+}
+
+// TestResumeOldManifestMaskedWhenSessionComplete: an old manifest.json
+// (the endpoint's password in its session's names) is rewritten masked
+// by a --resume on the same named object that finds its session already
+// complete, as a --watch-dir call with nothing new rewrites it. Only a
+// resume that trained rewrote it, so one with nothing to train kept the
+// password.
+func TestResumeOldManifestMaskedWhenSessionComplete(t *testing.T) {
+	dir, md, s := objectFixture(t)
+	q := withEndpointPassword(t, s.query)
+	name := "s3://bkt/in/a.parquet" + q
+	writeGroups(t, md, name, 2, 3, varied)
+	o := baseOptions(md, dir, "r", name)
+	o.GroupsPerStep, o.Steps = 1, 1
+	runDir := filepath.Join(dir, "r")
+	var log bytes.Buffer
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
+		t.Fatalf("the first call: %v\n%s", err, log.String())
+	}
+	unmaskManifest(t, runDir, q)
+	o.Resume = true
+	for _, call := range []string{"the resume on the old manifest", "the resume after"} {
+		log.Reset()
+		if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
+			t.Fatalf("%s: %v\n%s", call, err, log.String())
+		}
+		checkNoSecret(t, call, runDir)
+		man, err := (&checkpoint.Run{Dir: runDir}).ReadManifest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(man.Sessions) != 1 || man.Sessions[0].EndStep != 1 {
+			t.Errorf("%s: sessions %+v; want the one session, complete at step 1", call, man.Sessions)
+		}
 	}
 }

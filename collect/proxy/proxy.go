@@ -212,6 +212,14 @@ func start(ctx context.Context, o Options) (*Proxy, error) {
 	if o.GroupSize < 0 {
 		return nil, stageerr.Usagef("proxy: --group-size %d: want 0 (flush a group only on its close) or more", o.GroupSize)
 	}
+	// A negative limit started a proxy with the default one in its place,
+	// without a word, where the user had asked for a limit of their own.
+	if o.MaxBodyBytes < 0 {
+		return nil, stageerr.Usagef("proxy: --max-body-bytes %d: want 0 (the default, %d) or more", o.MaxBodyBytes, int64(DefaultMaxBodyBytes))
+	}
+	if o.MaxResponseBytes < 0 {
+		return nil, stageerr.Usagef("proxy: --max-response-bytes %d: want 0 (the default, %d) or more", o.MaxResponseBytes, int64(DefaultMaxResponseBytes))
+	}
 	// The run names the files (<run>-N.parquet): one with a "/" put them
 	// in a folder below the output folder, where a restarted proxy's
 	// numbering did not look, and its first file replaced the last run's.
@@ -233,13 +241,13 @@ func start(ctx context.Context, o Options) (*Proxy, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	if o.MaxBodyBytes <= 0 {
+	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if o.DrainTimeout <= 0 {
 		o.DrainTimeout = DefaultDrainTimeout
 	}
-	if o.MaxResponseBytes <= 0 {
+	if o.MaxResponseBytes == 0 {
 		o.MaxResponseBytes = DefaultMaxResponseBytes
 	}
 	c := o.HTTPClient

@@ -190,10 +190,15 @@ type Stats struct {
 	// --max-tokens that leaves a later turn no room cuts every episode
 	// there, which a summary of failures alone does not show.
 	ContextCut int
-	RewardSum  float64
-	Rewarded   int // episodes with a reward
-	Tokens     int64
-	Elapsed    time.Duration
+	// Unfinished and UnfinishedFailures count the episodes that ended in
+	// groups a stop left unfinished, which are not written: a
+	// --max-failures stop before any group finished counted "0 failed"
+	// beside the failure that stopped it.
+	Unfinished, UnfinishedFailures int
+	RewardSum                      float64
+	Rewarded                       int // episodes with a reward
+	Tokens                         int64
+	Elapsed                        time.Duration
 }
 
 // MeanReward is the mean over rewarded episodes (NaN when none).
@@ -227,6 +232,16 @@ func (s *Stats) addGroup(ts []trajectory.Trajectory, maxTurns int) {
 	}
 }
 
+// countUnfinished counts the episodes that ended (counts, per group;
+// failed of them all) beyond those of the finished groups already counted.
+func (s *Stats) countUnfinished(counts map[int]int, failed int) {
+	ended := 0
+	for _, n := range counts {
+		ended += n
+	}
+	s.Unfinished, s.UnfinishedFailures = ended-s.Episodes, failed-s.Failures
+}
+
 // String is the one-line summary. The mean reward is over the episodes
 // that succeeded, and says so when some failed; with none, it says that
 // instead of printing NaN.
@@ -252,8 +267,16 @@ func (s Stats) String() string {
 	if s.ContextCut > 0 {
 		cut = fmt.Sprintf(", %d cut at the model's context", s.ContextCut)
 	}
-	return fmt.Sprintf("%d/%d groups, %d episodes (%d failed%s) in %.1fs, %.2f episodes/s, %s, %d tokens",
-		s.Groups, s.Total, s.Episodes, s.Failures, cut, s.Elapsed.Seconds(), rate, reward, s.Tokens)
+	unfinished := ""
+	if s.Unfinished > 0 {
+		noun := "episodes"
+		if s.Unfinished == 1 {
+			noun = "episode"
+		}
+		unfinished = fmt.Sprintf(" written, %d %s (%d failed) of groups not finished, not written,", s.Unfinished, noun, s.UnfinishedFailures)
+	}
+	return fmt.Sprintf("%d/%d groups, %d episodes (%d failed%s)%s in %.1fs, %.2f episodes/s, %s, %d tokens",
+		s.Groups, s.Total, s.Episodes, s.Failures, cut, unfinished, s.Elapsed.Seconds(), rate, reward, s.Tokens)
 }
 
 // progress hands the counts so far to o.Progress, if set.
@@ -386,6 +409,7 @@ func Run(ctx context.Context, o Options) error {
 		}
 	}
 	gerr := g.Wait()
+	st.countUnfinished(counts, failed)
 	// After a stop, groups finished out of order are still whole: keep them.
 	for gi := next; gi < len(scs); gi++ {
 		if finished[gi] {

@@ -49,6 +49,14 @@ var (
 // what finished before, so the caller keeps none.
 var ErrModelNotFound = errors.New("model not found")
 
+// ErrMaxTokensOverCap is the failure of a run stopped at the first model
+// call refused (400) for a --max-tokens over a cap of the server's (its
+// own cap on max_tokens, or the model's context, which it alone fills)
+// before any call was answered: every other call asks for as many and
+// would be refused the same way. Its output holds nothing, so the caller
+// keeps none.
+var ErrMaxTokensOverCap = errors.New("--max-tokens over the server's cap")
+
 // ErrUnreachable is the failure of a run stopped, with no --max-failures
 // given, once its first group finished with every episode failing to
 // connect to the model server (connection refused), none succeeded and
@@ -346,7 +354,7 @@ func Run(ctx context.Context, o Options) error {
 	var model *Model
 	if !scripted {
 		model = NewModel(o.Model)
-		model.missing = func(ce *callError) { cancel(model.notFound(ce)) }
+		model.stop = func(err error) { cancel(err) }
 	}
 	g, gctx := errgroup.WithContext(runCtx)
 	results := startEpisodes(gctx, g, o, scs, places, scEnvs, policyName, model)
@@ -425,7 +433,7 @@ func Run(ctx context.Context, o Options) error {
 		return writeErr
 	case gerr != nil:
 		return gerr
-	case errors.Is(context.Cause(runCtx), ErrTooManyFailures) || errors.Is(context.Cause(runCtx), ErrUnreachable):
+	case errors.Is(context.Cause(runCtx), ErrTooManyFailures) || errors.Is(context.Cause(runCtx), ErrUnreachable) || errors.Is(context.Cause(runCtx), ErrMaxTokensOverCap):
 		return context.Cause(runCtx)
 	case ctx.Err() == nil && errors.Is(context.Cause(runCtx), ErrModelNotFound):
 		return model.notFoundAdvice(ctx, context.Cause(runCtx))

@@ -134,12 +134,12 @@ func TestContextFullTruncates(t *testing.T) {
 	t.Run("max tokens too many", func(t *testing.T) {
 		var out bytes.Buffer
 		o := opts(20, &out)
-		o.Model.MaxTokens = 1000
+		o.Model.MaxTokens = 300 // below the context: a shorter prompt would fit with it
 		_, err := runStats(context.Background(), o)
 		if err == nil {
 			t.Fatal("run succeeded, want every episode failed")
 		}
-		checkPromptAdvice(t, err, "--max-tokens 1000", "server's context of 384 tokens", "lower --max-tokens")
+		checkPromptAdvice(t, err, "--max-tokens 300", "server's context of 384 tokens", "lower --max-tokens")
 	})
 }
 
@@ -259,10 +259,10 @@ func TestPromptAdviceServerWordings(t *testing.T) {
 		name, body string
 		wants      []string
 	}{
-		{"vllm max_tokens too large", msg("'max_tokens' or 'max_completion_tokens' is too large: 1000. This model's maximum context length is 384 tokens and your request has 30 input tokens (1000 > 384 - 30). None"),
-			[]string{"prompt (30 tokens) fits", "--max-tokens 1000", "server's context of 384 tokens", "lower --max-tokens"}},
-		{"openai completion room", msg("This model's maximum context length is 384 tokens. However, you requested 1030 tokens (30 in the messages, 1000 in the completion). Please reduce the length of the messages or completion."),
-			[]string{"prompt (30 tokens) fits", "--max-tokens 1000", "lower --max-tokens"}},
+		{"vllm max_tokens too large", msg("'max_tokens' or 'max_completion_tokens' is too large: 370. This model's maximum context length is 384 tokens and your request has 30 input tokens (370 > 384 - 30). None"),
+			[]string{"prompt (30 tokens) fits", "--max-tokens 370", "server's context of 384 tokens", "lower --max-tokens"}},
+		{"openai completion room", msg("This model's maximum context length is 384 tokens. However, you requested 400 tokens (30 in the messages, 370 in the completion). Please reduce the length of the messages or completion."),
+			[]string{"prompt (30 tokens) fits", "--max-tokens 370", "lower --max-tokens"}},
 		// OpenAI's words with tools: the prompt is the total, tool
 		// schemas ("functions") included, not the messages' part.
 		{"openai with functions", msg("This model's maximum context length is 384 tokens. However, your messages resulted in 400 tokens (350 in the messages, 50 in the functions). Please reduce the length of the messages or functions."),
@@ -282,13 +282,52 @@ func TestPromptAdviceServerWordings(t *testing.T) {
 			o := collect.Options{
 				Env: "stdio", EnvOpts: map[string]string{"cmd": talk + " 20"},
 				Groups: 1, GroupSize: 1, Concurrency: 1, Seed: 5, Run: "r", Policy: "model", Out: &out,
-				Model: collect.ModelOptions{BaseURL: srv.URL + "/v1", Model: "tiny", Temperature: &temp, MaxTokens: 1000, Backoff: time.Millisecond},
+				// Below the context: a --max-tokens that fills it alone
+				// stops the run at once (TestMaxTokensOverCapStops).
+				Model: collect.ModelOptions{BaseURL: srv.URL + "/v1", Model: "tiny", Temperature: &temp, MaxTokens: 370, Backoff: time.Millisecond},
 			}
 			_, err := runStats(context.Background(), o)
 			if err == nil {
 				t.Fatal("run succeeded, want every episode failed")
 			}
 			checkPromptAdvice(t, err, c.wants...)
+		})
+	}
+}
+
+// A --max-tokens that no prompt can be served with, in the servers'
+// words: over OpenAI's completion cap of the model, or filling vLLM's
+// context alone. The first such 400 before any call was answered stops
+// the run with ErrMaxTokensOverCap, naming the flag and the cap, instead
+// of failing every episode the same way (ErrAllFailed).
+func TestMaxTokensOverCapStops(t *testing.T) {
+	msg := func(m string) string {
+		raw, _ := json.Marshal(m)
+		return `{"error":{"message":` + string(raw) + `,"type":"invalid_request_error","param":"max_tokens","code":"invalid_value"}}`
+	}
+	for _, c := range []struct {
+		name, body, want string
+	}{
+		{"openai completion cap", msg("max_tokens is too large: 100000. This model supports at most 16384 completion tokens, whereas you provided 100000."),
+			"--max-tokens 100000 is more than the server's cap of 16384"},
+		{"vllm context", msg("'max_tokens' or 'max_completion_tokens' is too large: 100000. This model's maximum context length is 4096 tokens and your request has 30 input tokens (100000 > 4096 - 30). None"),
+			"--max-tokens 100000 leaves no room for a prompt in the model's context of 4096 tokens"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := httptest.NewServer(refuseAll(c.body))
+			defer srv.Close()
+			temp := 1.0
+			o := collect.Options{
+				Env: "guess", Groups: 50, GroupSize: 2, Concurrency: 1, Seed: 5, Run: "r", Policy: "model", Out: &bytes.Buffer{},
+				Model: collect.ModelOptions{BaseURL: srv.URL + "/v1", Model: "m", Temperature: &temp, MaxTokens: 100000, Backoff: time.Millisecond},
+			}
+			st, err := runStats(context.Background(), o)
+			if !errors.Is(err, collect.ErrMaxTokensOverCap) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v; want ErrMaxTokensOverCap saying %q", err, c.want)
+			}
+			if st.Groups != 0 {
+				t.Errorf("%d groups finished, want the run stopped at the first call", st.Groups)
+			}
 		})
 	}
 }

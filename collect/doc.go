@@ -28,14 +28,20 @@
 // once more episodes failed than it allows, with ErrTooManyFailures (exit
 // 1). In both cases the finished groups are written, failed episodes as
 // rows with their error, and the Stats handed to Options.Summary count
-// exactly the rows written. One failure stops a run at once: a model call
+// exactly the rows written (and, apart, the episodes of groups a stop left
+// unfinished). One failure stops a run at once: a model call
 // answered 404 (model_not_found, or a base URL without the endpoint)
 // before any call was answered, which every other call would meet too;
 // Run returns ErrModelNotFound, naming the models the server lists, and
 // hone-collect keeps no output. Once a call was answered, a 404 is a
 // server between two loads of the adapter (vLLM restarted under
 // hone-serve's front, a step folder loaded again) and fails its episode
-// only. Without MaxFailures, a server that refused every connection of
+// only. So does a 400 to the first call, before any was answered, for a
+// --max-tokens over the server's cap on it or one that fills the model's
+// context alone, which every call asks for: Run returns
+// ErrMaxTokensOverCap, naming the flag and the cap, and hone-collect keeps
+// no output. A context refusal that depends on the prompt, or comes after
+// the first turn, stays its episode's. Without MaxFailures, a server that refused every connection of
 // the first group's episodes, none succeeding and no call answered,
 // stops the run with ErrUnreachable once that group finished, and
 // hone-collect keeps no output: each later episode would spend its

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -53,11 +55,11 @@ type Model struct {
 	client openai.Client
 	o      ModelOptions
 	retry  retry.Policy
-	// missing, when set, is told of every call that failed for a model
-	// the server does not serve (missingModel) before any call of the
-	// model was answered: Run stops there, since every other call would
-	// fail the same way.
-	missing func(*callError)
+	// stop, when set, is told of every call that failed before any call
+	// of the model was answered in a way every other call would fail
+	// too (firstCallStop: a model the server does not serve, a
+	// --max-tokens over the server's cap): Run stops there.
+	stop func(error)
 	// answered: a call was answered. A 404 after that is no wrong
 	// --model but a server between two loads of the adapter (vLLM
 	// restarted under hone-serve's front, a step folder loaded again),
@@ -217,10 +219,59 @@ func (m *Model) call(ctx context.Context, body []byte) (trajectory.Message, erro
 	if err == nil {
 		m.answered.Store(true)
 	}
-	if ce := (*callError)(nil); m.missing != nil && !m.answered.Load() && errors.As(err, &ce) && missingModel(ce) {
-		m.missing(ce)
+	if ce := (*callError)(nil); m.stop != nil && !m.answered.Load() && errors.As(err, &ce) {
+		if serr := m.firstCallStop(ce); serr != nil {
+			m.stop(serr)
+		}
 	}
 	return msg, err
+}
+
+// firstCallStop is the error that stops a run at ce, a call failed before
+// any was answered, when every other call would fail the same way: a
+// model the server does not serve (ErrModelNotFound), or a --max-tokens
+// the server can never grant (ErrMaxTokensOverCap); nil otherwise.
+func (m *Model) firstCallStop(ce *callError) error {
+	if missingModel(ce) {
+		return m.notFound(ce)
+	}
+	if over := m.maxTokensOver(ce); over != "" {
+		return fmt.Errorf("%w: --max-tokens %d %s at %s, so every call is refused (%w); lower --max-tokens",
+			ErrMaxTokensOverCap, m.o.MaxTokens, over, orDefault(m.o.BaseURL, openAIBaseURL), ce)
+	}
+	return nil
+}
+
+// The words of a 400 for a max_tokens over a cap of the server's, which
+// every request with it gets whatever its prompt: hone-serve's ("max_tokens=N
+// is more than this server's cap of M", also after a clamp to
+// max_new_tokens) and OpenAI's ("This model supports at most M completion
+// tokens").
+var tokenCapRE = []*regexp.Regexp{
+	regexp.MustCompile(`max_(?:completion_)?tokens\b.* is more than this server's cap of (\d+)`),
+	regexp.MustCompile(`supports at most (\d+) completion tokens`),
+}
+
+// maxTokensOver says how --max-tokens is over one of the server's limits
+// when ce refuses it for one that no prompt changes: the server's cap on
+// max_tokens, or a model context (contextSizeRE) it alone fills, which
+// leaves no room for any prompt; "" when ce is no such refusal. A context
+// refusal of a --max-tokens below the context depends on the prompt, and
+// on the turn: it stays an episode's (a cut after the first turn).
+func (m *Model) maxTokensOver(ce *callError) string {
+	if ce.status != http.StatusBadRequest || m.o.MaxTokens <= 0 {
+		return ""
+	}
+	if c := firstMatch(ce.msg, tokenCapRE); c != "" {
+		return "is more than the server's cap of " + c
+	}
+	if !ce.full {
+		return ""
+	}
+	if n, err := strconv.Atoi(firstMatch(ce.msg, contextSizeRE)); err == nil && m.o.MaxTokens >= n {
+		return fmt.Sprintf("leaves no room for a prompt in the model's context of %d tokens", n)
+	}
+	return ""
 }
 
 // missingModel reports whether a failed call says the model is not there:

@@ -195,9 +195,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		started := final.Total > 0 // the scenarios were loaded: Run wrote a whole file
 		// A run refused for bad usage once its scenarios were loaded (an
 		// unknown scripted policy), or stopped at a model that is not
-		// served, writes nothing: a summary of its groups above the error
+		// served, a dead server or a --max-tokens over the server's cap,
+		// writes nothing: a summary of its groups above the error
 		// would read as a run that was played and stopped.
-		if started && !errors.Is(runErr, stageerr.ErrUsage) && !errors.Is(runErr, collect.ErrModelNotFound) && !errors.Is(runErr, collect.ErrUnreachable) {
+		if started && !errors.Is(runErr, stageerr.ErrUsage) && !errors.Is(runErr, collect.ErrModelNotFound) &&
+			!errors.Is(runErr, collect.ErrUnreachable) && !errors.Is(runErr, collect.ErrMaxTokensOverCap) {
 			fmt.Fprintln(stderr, "hone-collect: "+final.String())
 		}
 		interrupted := errors.Is(runErr, stageerr.ErrInterrupted) && started
@@ -216,8 +218,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return nil // keep the whole groups finished, failed episodes as rows with their error
 		}
 		// Stopped before the first episode, at a model that is not
-		// served (ErrModelNotFound) or at a server that refused every
-		// connection (ErrUnreachable): nothing worth keeping was played;
+		// served (ErrModelNotFound), at a server that refused every
+		// connection (ErrUnreachable) or at one that refused the first
+		// call's --max-tokens for good (ErrMaxTokensOverCap): nothing worth keeping was played;
 		// nothing is written, and an existing output stays as it was.
 		return runErr
 	})

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"errors"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/collect/openaitest"
+)
+
+// TestMaxTokensOverServerCapStopsTheRun: a --max-tokens the server can
+// never grant (over hone-serve's own --max-tokens cap, or not below the
+// model's context) is refused with a 400 on every call. Every episode
+// failed at its first call, and the run went through all of them before
+// it exited 1. The first such answer before any call was answered now
+// stops the run, as a model that is not served does: exit 1, nothing
+// written, no summary of groups, and the error names the flag and the
+// server's cap.
+func TestMaxTokensOverServerCapStopsTheRun(t *testing.T) {
+	capped := startServe(t) // its --max-tokens: 4096, the tiny model's context
+	// A cap above the context: the 400 is the context's.
+	uncapped := "http://" + openaitest.StartProcess(t, filepath.Join(binDir, "hone-serve"), "--model", "../../serve/testdata/tiny",
+		"--port", "0", "--threads", "1", "--max-tokens", "100000") + "/v1"
+	for _, c := range []struct {
+		name, base string
+		wants      []string
+	}{
+		{"server cap", capped, []string{"--max-tokens 5000", "cap of 4096"}},
+		{"model context", uncapped, []string{"--max-tokens 5000", "context of 4096 tokens"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out.parquet")
+			r := collectBin(t, "--env", "guess", "--groups", "100", "-G", "4", "--concurrency", "2", "--model", "tiny",
+				"--base-url", c.base, "--max-tokens", "5000", "-o", out)
+			if r.code != 1 {
+				t.Fatalf("exit %d, want 1: %s", r.code, r.stderr)
+			}
+			for _, w := range c.wants {
+				if !strings.Contains(r.stderr, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, r.stderr)
+				}
+			}
+			if strings.Contains(r.stderr, " groups, ") {
+				t.Errorf("stderr has a summary of groups for a run that wrote nothing:\n%s", r.stderr)
+			}
+			// Two workers: each sent at most the call it had in flight.
+			if n := chatAnswers(t, c.base, http.StatusBadRequest); n == 0 || n > 2 {
+				t.Errorf("hone-serve answered %d chat calls with 400, want 1 or 2 (the run stopped at the first)", n)
+			}
+			if _, err := os.Stat(out); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("output %s: %v, want none written", out, err)
+			}
+		})
+	}
+}

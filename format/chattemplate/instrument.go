@@ -800,7 +800,8 @@ func isIdentByte(c byte) bool {
 // the str methods in strMethodNames, `.split(`, at ours
 // (`|__hone_str_split(`), outside string literals: the engine's differ
 // from Python's. |map('name', ...) becomes our map with the filter named
-// (mapByName).
+// (mapByName), |map(attribute=...) ours that reads a dotted path
+// (mapByAttribute).
 func renameFilters(code string) string {
 	code = indexAttrs(dictCallsAsLiterals(splatCalls(code)))
 	if !strings.Contains(code, "tojson") && !strings.Contains(code, "trim") && !strings.Contains(code, "split") &&
@@ -831,6 +832,11 @@ func renameFilters(code string) string {
 			}
 			if ours := renamedFilter(code[j:k]); ours != "" {
 				b.WriteString("|" + ours)
+				i = k
+				continue
+			}
+			if mapByAttribute(code, code[j:k], k) {
+				b.WriteString("|" + mapAttrName)
 				i = k
 				continue
 			}

@@ -1,7 +1,9 @@
 package chattemplate
 
 import (
+	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/ardanlabs/jinja"
@@ -87,4 +89,96 @@ func mapFilter(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, 
 		out[i] = v
 	}
 	return jinja.NewList(out), nil
+}
+
+// mapAttrName is the variable our map(attribute=...) is passed as: the
+// engine's looks the attribute's whole text up as one key of each item,
+// where jinja2 reads a dotted path (function.name) part by part.
+const mapAttrName = "__hone_map_attr"
+
+// mapByAttribute reports whether the filter call whose name (name) ends
+// at k in code is map with an attribute= argument, which renameFilters
+// points at mapAttrFilter.
+func mapByAttribute(code, name string, k int) bool {
+	if name != "map" {
+		return false
+	}
+	j := skipSpace(code, k)
+	if j >= len(code) || code[j] != '(' {
+		return false
+	}
+	e := closeBracket(code, j)
+	if e < 0 {
+		return false
+	}
+	for _, arg := range splitTopLevel(code[j+1 : e]) {
+		kw, rest, ok := strings.Cut(strings.TrimSpace(arg), "=")
+		if ok && strings.TrimSpace(kw) == "attribute" && !strings.HasPrefix(rest, "=") {
+			return true
+		}
+	}
+	return false
+}
+
+// mapAttrFilter is jinja2's map(value, attribute=path, default=d): each
+// item of the value (what list gives of it) read along the path, whose
+// parts a dot separates and a part of digits is an index, as jinja2's
+// make_attrgetter reads it; an item where the path finds nothing gives d
+// unless d is None or left out, and Undefined then. A part that names a
+// Python method rather than a key (items of a dict without that key) finds
+// nothing here, where jinja2 gives the bound method: no template prints
+// one.
+func mapAttrFilter(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) != 1 {
+		return jinja.Undefined(), fmt.Errorf("map: with attribute=, takes only the value, got %d positional arguments", len(args))
+	}
+	attr, ok := kwargs["attribute"]
+	if !ok {
+		return jinja.Undefined(), errors.New("map: attribute= is missing")
+	}
+	parts := []string{engineKey(attr)}
+	if attr.IsString() {
+		parts = strings.Split(attr.AsString(), ".")
+	}
+	items, err := listFilter(args, nil)
+	if err != nil {
+		return jinja.Undefined(), fmt.Errorf("map(attribute=%s): %w", engineKey(attr), err)
+	}
+	def, hasDef := kwargs["default"]
+	hasDef = hasDef && !def.IsNone()
+	list := items.AsList().Items
+	out := make([]jinja.Value, len(list))
+	for i, item := range list {
+		v, found := attrPath(item, parts)
+		if !found && hasDef {
+			v = def
+		}
+		out[i] = v
+	}
+	return jinja.NewList(out), nil
+}
+
+// attrPath reads obj along parts, an item per part (a part of digits
+// indexes a list or string); it reports false, with Undefined, where a
+// part finds nothing.
+func attrPath(obj jinja.Value, parts []string) (jinja.Value, bool) {
+	for _, part := range parts {
+		n, err := strconv.ParseInt(part, 10, 64)
+		index := err == nil && part != "" && part[0] >= '0' && part[0] <= '9'
+		switch {
+		case obj.IsDict():
+			v, ok := obj.AsDict().Get(part)
+			if !ok {
+				return jinja.Undefined(), false
+			}
+			obj = v
+		case index && obj.IsList() && n < int64(obj.AsList().Len()):
+			obj = obj.AsList().Items[n]
+		case index && obj.IsString() && n < int64(len([]rune(obj.AsString()))):
+			obj = jinja.NewString(string([]rune(obj.AsString())[n]))
+		default:
+			return jinja.Undefined(), false
+		}
+	}
+	return obj, true
 }

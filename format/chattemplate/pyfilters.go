@@ -38,6 +38,7 @@ func pyCallables() map[string]jinja.Value {
 		powName:         jinja.NewCallable("**", pyPow),
 		splatName:       jinja.NewCallable("*args", splatFilter),
 		mapName:         jinja.NewCallable("map", mapFilter),
+		mapAttrName:     jinja.NewCallable("map", mapAttrFilter),
 		unpackName:      jinja.NewCallable("unpack", unpack),
 		divisiblebyName: jinja.NewCallable("divisibleby", pyDivisibleby),
 		badCallName:     jinja.NewCallable("badcall", badCall),

@@ -33,7 +33,9 @@
 // >= its UndefinedError, where the engine gave a guess, 0 or "", as does
 // an attribute or item of an undefined name (x.y: "'x' is undefined") or
 // of a missing member (y.z.w with y = {}: "'dict object' has no attribute
-// 'z'", memberchain.go). A
+// 'z'", memberchain.go); a for loop over None, a bool or a number raises
+// jinja2's TypeError ("'NoneType' object is not iterable", forfilter.go),
+// where the engine ran it zero times. A
 // {% call %} block passes its body to the macro as a caller macro, bound
 // as jinja2 binds it: defaults, keywords, no outer variable read for a
 // parameter left out, and jinja2's TypeError for an argument it has no

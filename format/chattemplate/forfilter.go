@@ -1,6 +1,11 @@
 package chattemplate
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ardanlabs/jinja"
+)
 
 // pairLoopFilter rewrites the filter of a loop that unpacks two names,
 // `for k, v in items if cond`, so that cond sees them. The engine tests
@@ -101,4 +106,63 @@ func replaceNames(code string, names map[string]string) string {
 		i++
 	}
 	return b.String()
+}
+
+// iterableName is the variable pyIterable is passed as: checkIterable
+// rewrites `for x in ITER` to `for x in __hone_iterable(ITER)`.
+const iterableName = "__hone_iterable"
+
+// checkIterable wraps the iterable of a for tag (code, its content after
+// renameFilters) in pyIterable, up to the loop's filter (if) or
+// recursive; code comes back unchanged when it is no such loop or its
+// iterable is a bare tuple (for x in a, b), which a call would change.
+func checkIterable(code string) string {
+	lead := len(code) - len(strings.TrimLeft(code, " \t\n\r"))
+	rest := code[lead:]
+	if !strings.HasPrefix(rest, "for") {
+		return code
+	}
+	body := rest[len("for"):]
+	in := topKeyword(body, "in")
+	if in < 0 {
+		return code
+	}
+	start := lead + len("for") + in + len("in")
+	iter := code[start:]
+	end := len(iter)
+	for _, kw := range []string{"if", "recursive"} {
+		if k := topKeyword(iter, kw); k >= 0 && k < end {
+			end = k
+		}
+	}
+	expr := iter[:end]
+	if strings.TrimSpace(expr) == "" || len(splitTopLevel(expr)) != 1 {
+		return code
+	}
+	return code[:start] + " " + iterableName + "(" + expr + ") " + iter[end:]
+}
+
+// pyIterable gives its argument back, or jinja2's TypeError where Python
+// cannot iterate it (None, a bool or a number): the engine ran a loop over
+// one zero times, so a template that loops over tools without a guard
+// rendered where transformers raises.
+func pyIterable(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) != 1 {
+		return jinja.Undefined(), fmt.Errorf("for loop's iterable check: takes one value, got %d arguments", len(args))
+	}
+	v := args[0]
+	typ := ""
+	switch {
+	case v.IsNone():
+		typ = "NoneType"
+	case v.IsBool():
+		typ = "bool"
+	case v.IsInt():
+		typ = "int"
+	case v.IsFloat():
+		typ = "float"
+	default:
+		return v, nil
+	}
+	return jinja.Undefined(), fmt.Errorf("TypeError: '%s' object is not iterable", typ)
 }

@@ -661,7 +661,7 @@ func (w *rewriter) openBody(s segment, kw, content, code string) error {
 		}
 	}
 	if kw == "for" {
-		code = pairLoopFilter(code)
+		code = checkIterable(pairLoopFilter(code))
 	}
 	id := len(w.regions)
 	w.regions = append(w.regions, region{steps: 1}) // an empty body still costs a step

@@ -39,6 +39,7 @@ func pyCallables() map[string]jinja.Value {
 		splatName:       jinja.NewCallable("*args", splatFilter),
 		mapName:         jinja.NewCallable("map", mapFilter),
 		mapAttrName:     jinja.NewCallable("map", mapAttrFilter),
+		iterableName:    jinja.NewCallable("iterable", pyIterable),
 		unpackName:      jinja.NewCallable("unpack", unpack),
 		divisiblebyName: jinja.NewCallable("divisibleby", pyDivisibleby),
 		badCallName:     jinja.NewCallable("badcall", badCall),

@@ -827,9 +827,10 @@ func (p *opParser) test(operand string) (string, bool) {
 	return "(" + operand + " is " + neg + name + args + ")", !p.failed
 }
 
-// nameTests are jinja2's tests that the engine has not and that take no
-// argument, and the variables ours are passed as (rarenames.go).
-var nameTests = map[string]string{"escaped": escapedName, "filter": isFilterName, "test": isTestName}
+// nameTests are jinja2's tests that the engine has not, or has otherwise
+// (sequence, iterable), and that take no argument, and the variables ours are passed as (rarenames.go).
+var nameTests = map[string]string{"escaped": escapedName, "filter": isFilterName, "test": isTestName,
+	"sequence": sequenceName, "iterable": isIterName}
 
 // list parses the items up to closer (already past the opener): call
 // arguments (name=value too), list items or dict pairs, with their commas

@@ -11,14 +11,18 @@ import (
 
 // jinja2's center filter and its escaped, filter and test tests, which
 // the engine has not: the load check (names.go) accepts them as jinja2's,
-// and the rendering failed with "unknown filter" or "unknown test".
-// pyops.go rewrites the tests to calls of ours, renameFilters the filter.
+// and the rendering failed with "unknown filter" or "unknown test". Its
+// sequence and iterable tests, which the engine has but answers otherwise
+// (isSequence, isIterable), are ours too. pyops.go rewrites the tests to
+// calls of ours, renameFilters the filter.
 
 const (
 	centerName   = "__hone_center"
 	escapedName  = "__hone_is_escaped"
 	isFilterName = "__hone_is_filter"
 	isTestName   = "__hone_is_test"
+	sequenceName = "__hone_is_sequence"
+	isIterName   = "__hone_is_iterable"
 )
 
 // rareNameCallables are the callables of this file as template variables.
@@ -32,7 +36,33 @@ func rareNameCallables() map[string]jinja.Value {
 		}),
 		isFilterName: jinja.NewCallable("filter", nameIn(jinja2Filters)),
 		isTestName:   jinja.NewCallable("test", nameIn(jinja2Tests)),
+		sequenceName: jinja.NewCallable("sequence", isSequence),
+		isIterName:   jinja.NewCallable("iterable", isIterable),
 	}
+}
+
+// isSequence is jinja2's sequence test, whether Python's len() and []
+// work on the value: a string, a dict, a list, and jinja2's Undefined
+// (empty, and its [] is a method), where the engine's test took lists
+// alone. The engine's loop object is a dict to it, but jinja2's
+// LoopContext has no [].
+func isSequence(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) != 1 {
+		return jinja.Undefined(), fmt.Errorf("sequence test: takes one value, got %d", len(args))
+	}
+	v := args[0]
+	ok := v.IsString() || v.IsList() || v.IsUndefined() || (v.IsDict() && !isEngineLoop(v.AsDict()))
+	return jinja.NewBool(ok), nil
+}
+
+// isIterable is jinja2's iterable test: the engine's, and true of
+// jinja2's Undefined too, which iterates as empty.
+func isIterable(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) != 1 {
+		return jinja.Undefined(), fmt.Errorf("iterable test: takes one value, got %d", len(args))
+	}
+	v := args[0]
+	return jinja.NewBool(v.IsString() || v.IsList() || v.IsDict() || v.IsUndefined()), nil
 }
 
 // nameIn is the filter or test test: whether the value names one of

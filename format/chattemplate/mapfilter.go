@@ -163,8 +163,7 @@ func mapAttrFilter(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Val
 // part finds nothing.
 func attrPath(obj jinja.Value, parts []string) (jinja.Value, bool) {
 	for _, part := range parts {
-		n, err := strconv.ParseInt(part, 10, 64)
-		index := err == nil && part != "" && part[0] >= '0' && part[0] <= '9'
+		n, index := digitsIndex(part)
 		switch {
 		case obj.IsDict():
 			v, ok := obj.AsDict().Get(part)
@@ -181,4 +180,13 @@ func attrPath(obj jinja.Value, parts []string) (jinja.Value, bool) {
 		}
 	}
 	return obj, true
+}
+
+// digitsIndex is a path part of digits as the index jinja2 reads it as.
+func digitsIndex(part string) (int64, bool) {
+	if part == "" || part[0] < '0' || part[0] > '9' {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(part, 10, 64)
+	return n, err == nil
 }

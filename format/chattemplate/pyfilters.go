@@ -40,6 +40,7 @@ func pyCallables() map[string]jinja.Value {
 		mapName:         jinja.NewCallable("map", mapFilter),
 		mapAttrName:     jinja.NewCallable("map", mapAttrFilter),
 		iterableName:    jinja.NewCallable("iterable", pyIterable),
+		sortName:        jinja.NewCallable("sort", sortFilter),
 		unpackName:      jinja.NewCallable("unpack", unpack),
 		divisiblebyName: jinja.NewCallable("divisibleby", pyDivisibleby),
 		badCallName:     jinja.NewCallable("badcall", badCall),

@@ -206,13 +206,14 @@ func localRun(ctx context.Context, arg string) (dir string, as pulledAs, done fu
 	name := strings.TrimSuffix(fileset.DisplayName(arg), "/")
 	dir = filepath.Join(tmp, path.Base(name))
 	steps, err := runfolder.Pull(ctx, arg, dir, runfolder.PullOptions{Skip: func(f string) bool { return f != checkpoint.ConfigName }})
-	if err == nil && len(steps) == 0 {
-		// Pull takes a latest that is not there for a run not yet
-		// published, and a bucket that is not there reads the same: asked
-		// after, a misspelt bucket is said as such, not as a missing run.
-		if err = fileset.CheckBucket(ctx, arg); err != nil {
-			err = cli.BadInput(err)
-		} else {
+	if errors.Is(err, fileset.ErrNoBucket) || (err == nil && len(steps) == 0) {
+		// A misspelt bucket is said as such, bad input (Pull's error is
+		// the store's read of latest), in CheckBucket's words, which show
+		// where it asked with the password masked; a bucket that is there
+		// and no latest in it is a run not published.
+		if berr := fileset.CheckBucket(ctx, arg); berr != nil {
+			err = cli.BadInput(berr)
+		} else if err == nil {
 			err = cli.BadInputf("%s holds no published run: no %s names a step there", name, runfolder.LatestName)
 		}
 	}

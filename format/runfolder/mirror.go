@@ -25,11 +25,15 @@ import (
 // reader (serve's watcher) never sees half a step.
 
 // remoteLatest reads the latest pointer of a remote (or local) run folder
-// through fileset; ok is false when there is none.
+// through fileset; ok is false when there is none. A bucket that does not
+// exist is an error (matching fileset.ErrNoBucket, naming the bucket), not
+// "none": its error matches fs.ErrNotExist too, and read so a mistyped
+// bucket, which never comes to exist, was a run not published yet, which
+// Pull copied nothing from and its followers waited on in silence.
 func remoteLatest(ctx context.Context, run string) (Step, bool, error) {
 	name := fileset.Join(run, LatestName)
 	b, err := fileset.ReadFile(ctx, name)
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fileset.ErrNoBucket) {
 		return Step{}, false, nil
 	}
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -118,6 +119,13 @@ func (r *remoteAdapters) start(ctx context.Context, adapters *string, every time
 	}
 	if err := pull(ctx); err != nil {
 		removeTemporary()
+		if errors.Is(err, fileset.ErrNoBucket) {
+			// Nothing in the set-up (docs/cluster.md, serve.yaml) makes a
+			// bucket after the server starts: one that is not there now is
+			// a mistyped URL, bad input (exit 2), not a store failure to
+			// retry. A bucket that goes later is warned about at the polls.
+			return nil, cli.BadInputf("--adapters: %w; correct the URL or create the bucket", err)
+		}
 		return nil, err
 	}
 	*adapters = cache

@@ -426,9 +426,15 @@ func writeFiles(ctx context.Context, files []namedFile, dst string) error {
 // step in between (latest reads otherwise now: pull again), or latest
 // still names it, and the store is broken: a publish cut short before it
 // uploaded the step, or a folder removed by hand. Pulling again would not
-// help there, so the error says which it is.
+// help there, so the error says which it is; and so it does where the
+// bucket itself went since the listing.
 func missingLatestStep(ctx context.Context, remoteRun string, named Step) error {
 	now, ok, err := remoteLatest(ctx, remoteRun)
+	if errors.Is(err, fileset.ErrNoBucket) {
+		// Gone since the listing: no newer publish comes to it, so not
+		// "pull again".
+		return fmt.Errorf("pull %s: %w", fileset.DisplayName(remoteRun), err)
+	}
 	if err == nil && ok && now.N == named.N {
 		return fmt.Errorf("pull %s: its latest names %s, which the store does not hold: a publish was cut short or the step folder was removed; point the store's latest at a step it holds, or publish the run again from a copy that has the step", fileset.DisplayName(remoteRun), named.Name)
 	}

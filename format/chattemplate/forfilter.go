@@ -17,17 +17,11 @@ import (
 // the values the engine gives the body; code is the tag's content after
 // renameFilters, returned unchanged when it is no such loop.
 func pairLoopFilter(code string) string {
-	lead := len(code) - len(strings.TrimLeft(code, " \t\n\r"))
-	rest := code[lead:]
-	if !strings.HasPrefix(rest, "for") {
+	targets, at, ok := forTag(code)
+	if !ok {
 		return code
 	}
-	body := rest[len("for"):]
-	in := topKeyword(body, "in")
-	if in < 0 {
-		return code
-	}
-	vars := strings.Split(body[:in], ",")
+	vars := strings.Split(targets, ",")
 	if len(vars) != 2 {
 		return code
 	}
@@ -35,7 +29,7 @@ func pairLoopFilter(code string) string {
 	if !isIdent(key) || !isIdent(val) || key == val {
 		return code
 	}
-	iter := body[in+len("in"):]
+	iter := code[at:]
 	if topKeyword(iter, "recursive") >= 0 {
 		return code
 	}
@@ -43,9 +37,26 @@ func pairLoopFilter(code string) string {
 	if cond < 0 {
 		return code
 	}
-	start := lead + len("for") + in + len("in") + cond + len("if")
+	start := at + cond + len("if")
 	names := map[string]string{key: "(" + val + "[0])", val: "(" + val + "[1])"}
 	return code[:start] + replaceNames(code[start:], names)
+}
+
+// forTag splits a for tag's content (code, after renameFilters) at its
+// top-level in: the loop's targets (the text between for and in) and the
+// offset in code where its iterable begins; ok is false for any other tag.
+func forTag(code string) (targets string, iterAt int, ok bool) {
+	lead := len(code) - len(strings.TrimLeft(code, " \t\n\r"))
+	rest := code[lead:]
+	if !strings.HasPrefix(rest, "for") {
+		return "", 0, false
+	}
+	body := rest[len("for"):]
+	in := topKeyword(body, "in")
+	if in < 0 {
+		return "", 0, false
+	}
+	return body[:in], lead + len("for") + in + len("in"), true
 }
 
 // topKeyword finds kw as a word outside strings and brackets, as the
@@ -117,17 +128,10 @@ const iterableName = "__hone_iterable"
 // recursive; code comes back unchanged when it is no such loop or its
 // iterable is a bare tuple (for x in a, b), which a call would change.
 func checkIterable(code string) string {
-	lead := len(code) - len(strings.TrimLeft(code, " \t\n\r"))
-	rest := code[lead:]
-	if !strings.HasPrefix(rest, "for") {
+	_, start, ok := forTag(code)
+	if !ok {
 		return code
 	}
-	body := rest[len("for"):]
-	in := topKeyword(body, "in")
-	if in < 0 {
-		return code
-	}
-	start := lead + len("for") + in + len("in")
 	iter := code[start:]
 	end := len(iter)
 	for _, kw := range []string{"if", "recursive"} {

@@ -845,6 +845,11 @@ func renameFilters(code string) string {
 				i = end
 				continue
 			}
+			if end, call := attrSelectCall(code, code[j:k], k); call != "" {
+				b.WriteString(call)
+				i = end
+				continue
+			}
 			if end, args := selectWithoutTest(code, code[j:k], k); args != "" {
 				b.WriteString("|" + code[j:k] + args)
 				i = end

@@ -41,6 +41,8 @@ func pyCallables() map[string]jinja.Value {
 		mapAttrName:     jinja.NewCallable("map", mapAttrFilter),
 		iterableName:    jinja.NewCallable("iterable", pyIterable),
 		sortName:        jinja.NewCallable("sort", sortFilter),
+		selectattrName:  jinja.NewCallable("selectattr", attrSelectFilter),
+		rejectattrName:  jinja.NewCallable("rejectattr", attrSelectFilter),
 		unpackName:      jinja.NewCallable("unpack", unpack),
 		divisiblebyName: jinja.NewCallable("divisibleby", pyDivisibleby),
 		badCallName:     jinja.NewCallable("badcall", badCall),

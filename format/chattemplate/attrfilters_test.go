@@ -1,0 +1,22 @@
+package chattemplate
+
+import "testing"
+
+// TestSelectattrPath: selectattr and rejectattr read a dotted attribute
+// path part by part, digits indexing, as jinja2 does; the engine looked
+// the whole text up as one key, so tools|selectattr('function.name',
+// 'equalto', 'f') kept nothing and rejectattr kept everything. A missing
+// part before the last fails as in jinja2. The outcomes are jinja2
+// 3.1.6's, set up as testdata/templates/py/check_jinja2.py sets it up.
+func TestSelectattrPath(t *testing.T) {
+	const ts = "{% set ts = [{'function': {'name': 'get_weather'}}, {'function': {'name': 'Add'}}, {'function': {'x': 1}}] %}"
+	renderEach(t, []struct{ src, want string }{
+		{ts + "{{ ts|selectattr('function.name')|list|length }}|{{ ts|selectattr('function.name', 'equalto', 'Add')|list }}|{{ ts|rejectattr('function.name', 'equalto', 'Add')|list|length }}|{{ ts|rejectattr('function.name')|list }}|{{ ts|selectattr('function.name', 'defined')|list|length }}|{{ ts|selectattr('function.name', 'undefined')|list }}",
+			"2|[{'function': {'name': 'Add'}}]|2|[{'function': {'x': 1}}]|2|[{'function': {'x': 1}}]"},
+		{"{% set ms = [{'role': 'system', 'c': [1, 2]}, {'role': 'user', 'c': [0]}] %}{{ ms|selectattr('role', 'equalto', 'system')|map(attribute='role')|join }}|{{ ms|selectattr('c.1')|map(attribute='role')|join }}|{{ ms|rejectattr('c.0')|map(attribute='role')|join }}|{% for m in ms|selectattr('role', '==', 'user') %}{{ m.role }}{% endfor %}",
+			"system|system|user|user"},
+		{"{% set ms = [{'role': 'a'}] %}{{ ms|selectattr( 'role' , 'ne', 'b')|list|length }}{{ ms|rejectattr(\"role\", \"in\", [\"a\", \"c\"])|list|length }}{{ nothing|selectattr('a')|list }}{{ {'a': 1}|selectattr('a')|list }}{{ none|rejectattr('a')|list }}", "10[][][]"},
+		{"{{ 5|selectattr('a')|list }}", "error:not iterable"},
+		{"{{ [{'f': {'n': 1}}, {'t': 2}]|selectattr('f.n')|list }}", "error:UndefinedError: 'dict object' has no attribute 'f'"},
+	})
+}

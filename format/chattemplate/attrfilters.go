@@ -66,13 +66,11 @@ func attrSelectFilter(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.
 	for i, item := range list {
 		standIn := jinja.NewDict()
 		standIn.AsDict().Set("i", jinja.NewInt(int64(i)))
-		v, found := attrPath(item, path)
-		if !found && len(path) > 1 {
-			if _, ok := attrPath(item, path[:len(path)-1]); !ok {
-				return jinja.Undefined(), fmt.Errorf("selectattr(%q): item %d: %w", strings.Join(path, "."), i, missingPathError(item, path))
-			}
+		v, err := attrGetter(item, path)
+		if err != nil {
+			return jinja.Undefined(), fmt.Errorf("selectattr(%q): item %d: %w", strings.Join(path, "."), i, err)
 		}
-		if found {
+		if !v.IsUndefined() {
 			standIn.AsDict().Set("v", v)
 		}
 		standIns[i] = standIn
@@ -91,4 +89,57 @@ func attrSelectFilter(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.
 		out = append(out, list[i.AsInt()])
 	}
 	return jinja.NewList(out), nil
+}
+
+// attrGetter is jinja2's make_attrgetter: obj read along path, a part of
+// digits indexing; the last part finding nothing gives Undefined, a part
+// before it jinja2's UndefinedError (it reads on from an Undefined).
+func attrGetter(obj jinja.Value, path []string) (jinja.Value, error) {
+	v, found := attrPath(obj, path)
+	if !found && len(path) > 1 {
+		if _, ok := attrPath(obj, path[:len(path)-1]); !ok {
+			return jinja.Undefined(), missingPathError(obj, path)
+		}
+	}
+	return v, nil
+}
+
+// joinName is the variable our join filter is passed as: the engine's
+// looks attribute= up as one key, prints None as "" and gives a string
+// back whole rather than joining its characters.
+const joinName = "__hone_join"
+
+// joinFilter is jinja2's join(value, d=”, attribute=None): the value's
+// items (what list gives of it), each read along attribute's dotted path
+// where there is one, printed as Python's str() prints them and joined
+// with d.
+func joinFilter(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) == 0 || len(args) > 3 {
+		return jinja.Undefined(), fmt.Errorf("TypeError: join: takes from 1 to 3 positional arguments but %d were given", len(args))
+	}
+	items, err := listFilter(args[:1], nil)
+	if err != nil {
+		return jinja.Undefined(), fmt.Errorf("join: %w", err)
+	}
+	sep := ""
+	if d, ok := param(args, kwargs, 1, "d"); ok {
+		sep = pythonStr(d)
+	}
+	var path []string
+	if attr, ok := param(args, kwargs, 2, "attribute"); ok && !attr.IsNone() {
+		path = strings.Split(engineKey(attr), ".")
+	}
+	var b strings.Builder
+	for i, item := range items.AsList().Items {
+		if path != nil {
+			if item, err = attrGetter(item, path); err != nil {
+				return jinja.Undefined(), fmt.Errorf("join(attribute=%q): item %d: %w", strings.Join(path, "."), i, err)
+			}
+		}
+		if i > 0 {
+			b.WriteString(sep)
+		}
+		b.WriteString(pythonStr(item))
+	}
+	return jinja.NewString(b.String()), nil
 }

@@ -20,3 +20,22 @@ func TestSelectattrPath(t *testing.T) {
 		{"{{ [{'f': {'n': 1}}, {'t': 2}]|selectattr('f.n')|list }}", "error:UndefinedError: 'dict object' has no attribute 'f'"},
 	})
 }
+
+// TestJoinAsJinja2: join is jinja2's: attribute= reads a dotted path, an
+// item is printed as Python's str() prints it (None, 2.0), and a string,
+// dict or undefined value is iterated as Python iterates it; the engine
+// looked attribute= up as one key (tools|join(', ',
+// attribute='function.name') printed the whole tools), printed None as ""
+// and gave a string back whole. The outcomes are jinja2 3.1.6's, set up as
+// testdata/templates/py/check_jinja2.py sets it up.
+func TestJoinAsJinja2(t *testing.T) {
+	renderEach(t, []struct{ src, want string }{
+		{"{% set ts = [{'function': {'name': 'get_weather'}}, {'function': {'name': 'Add'}}, {'function': {}}] %}{{ ts|join(', ', attribute='function.name') }}|{{ ts|join(attribute='function.name') }}|{{ [[1, 2], [3]]|join('-', attribute='0') }}|{{ [{'a': 1.0}, {'a': none}, {'a': true}]|join(d='/', attribute='a') }}",
+			"get_weather, Add, |get_weatherAdd|1-3|1.0/None/True"},
+		{"{{ 'abc'|join(',') }}|{{ {'x': 1, 'y': 2}|join }}|{{ nothing|join(',') }}|{{ [1, none, 2.0, [1.5, 'a'], {'k': none}]|join(', ') }}|{{ []|join(',') }}",
+			"a,b,c|xy||1, None, 2.0, [1.5, 'a'], {'k': None}|"},
+		{"{{ [{'t': 1}]|join(',', attribute='f.n') }}", "error:UndefinedError: 'dict object' has no attribute 'f'"},
+		{"{{ none|join(',') }}", "error:not iterable"},
+		{"{{ 5|join(',') }}", "error:not iterable"},
+	})
+}

@@ -806,7 +806,7 @@ func renameFilters(code string) string {
 	code = indexAttrs(dictCallsAsLiterals(splatCalls(code)))
 	if !strings.Contains(code, "tojson") && !strings.Contains(code, "trim") && !strings.Contains(code, "split") &&
 		!strings.Contains(code, "strip") && !strings.Contains(code, "string") && !strings.Contains(code, "with") && !strings.Contains(code, "select") &&
-		!strings.Contains(code, "reject") && !strings.Contains(code, "list") && !strings.Contains(code, "round") && !strings.Contains(code, "int") && !strings.Contains(code, "format") && !strings.Contains(code, "sort") && !strings.Contains(code, "map") &&
+		!strings.Contains(code, "reject") && !strings.Contains(code, "list") && !strings.Contains(code, "round") && !strings.Contains(code, "int") && !strings.Contains(code, "format") && !strings.Contains(code, "sort") && !strings.Contains(code, "map") && !strings.Contains(code, "join") &&
 		!strings.Contains(code, "append") && !strings.Contains(code, "insert") && !strings.Contains(code, "update") &&
 		!strings.Contains(code, "find") && !strings.Contains(code, "index") && !strings.Contains(code, "count") &&
 		!strings.Contains(code, "title") && !strings.Contains(code, "capitalize") && !strings.Contains(code, "center") &&
@@ -946,6 +946,8 @@ func renamedFilter(name string) string {
 		return dictsortName
 	case "sort":
 		return sortName
+	case "join":
+		return joinName
 	case "title":
 		return titleName
 	case "center":

@@ -42,6 +42,7 @@ func pyCallables() map[string]jinja.Value {
 		iterableName:    jinja.NewCallable("iterable", pyIterable),
 		sortName:        jinja.NewCallable("sort", sortFilter),
 		selectattrName:  jinja.NewCallable("selectattr", attrSelectFilter),
+		joinName:        jinja.NewCallable("join", joinFilter),
 		rejectattrName:  jinja.NewCallable("rejectattr", attrSelectFilter),
 		unpackName:      jinja.NewCallable("unpack", unpack),
 		divisiblebyName: jinja.NewCallable("divisibleby", pyDivisibleby),

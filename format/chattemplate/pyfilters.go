@@ -43,6 +43,8 @@ func pyCallables() map[string]jinja.Value {
 		sortName:        jinja.NewCallable("sort", sortFilter),
 		selectattrName:  jinja.NewCallable("selectattr", attrSelectFilter),
 		joinName:        jinja.NewCallable("join", joinFilter),
+		firstName:       jinja.NewCallable("first", edgeFilter(false)),
+		lastName:        jinja.NewCallable("last", edgeFilter(true)),
 		rejectattrName:  jinja.NewCallable("rejectattr", attrSelectFilter),
 		unpackName:      jinja.NewCallable("unpack", unpack),
 		divisiblebyName: jinja.NewCallable("divisibleby", pyDivisibleby),

@@ -45,6 +45,7 @@ func pyCallables() map[string]jinja.Value {
 		joinName:        jinja.NewCallable("join", joinFilter),
 		firstName:       jinja.NewCallable("first", edgeFilter(false)),
 		lastName:        jinja.NewCallable("last", edgeFilter(true)),
+		uniqueName:      jinja.NewCallable("unique", uniqueFilter),
 		rejectattrName:  jinja.NewCallable("rejectattr", attrSelectFilter),
 		unpackName:      jinja.NewCallable("unpack", unpack),
 		divisiblebyName: jinja.NewCallable("divisibleby", pyDivisibleby),

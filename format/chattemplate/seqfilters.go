@@ -2,6 +2,9 @@ package chattemplate
 
 import (
 	"fmt"
+	"math"
+	"strconv"
+	"strings"
 
 	"github.com/ardanlabs/jinja"
 )
@@ -38,4 +41,79 @@ func edgeFilter(last bool) func(args []jinja.Value, kwargs map[string]jinja.Valu
 		}
 		return list[0], nil
 	}
+}
+
+// uniqueName is the variable our unique filter is passed as: the engine's
+// compares the printed text with case (['a', 'A'] stayed two) and ignores
+// attribute=.
+const uniqueName = "__hone_unique"
+
+// uniqueFilter is jinja2's unique(value, case_sensitive=False,
+// attribute=None): the value's items (what list gives of it) whose key,
+// the item or what attribute's dotted path finds in it, lower-cased where
+// it is a string unless case_sensitive, no item before had; keys are
+// equal as Python's set sees them (1, 1.0 and True are one).
+func uniqueFilter(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) == 0 || len(args) > 3 {
+		return jinja.Undefined(), fmt.Errorf("TypeError: unique: takes from 1 to 3 positional arguments but %d were given", len(args))
+	}
+	cs, _ := param(args, kwargs, 1, "case_sensitive")
+	var path []string
+	if attr, ok := param(args, kwargs, 2, "attribute"); ok {
+		path = strings.Split(engineKey(attr), ".")
+	}
+	items, err := listFilter(args[:1], nil)
+	if err != nil {
+		return jinja.Undefined(), fmt.Errorf("TypeError: unique: %w", err)
+	}
+	seen := map[string]bool{}
+	var out []jinja.Value
+	for i, item := range items.AsList().Items {
+		key := item
+		if path != nil {
+			if key, err = attrGetter(item, path); err != nil {
+				return jinja.Undefined(), fmt.Errorf("unique(attribute=%q): item %d: %w", strings.Join(path, "."), i, err)
+			}
+		}
+		h, err := hashKey(foldCase(key, cs.IsTruthy()))
+		if err != nil {
+			return jinja.Undefined(), fmt.Errorf("unique: item %d: %w", i, err)
+		}
+		if !seen[h] {
+			seen[h] = true
+			out = append(out, item)
+		}
+	}
+	return jinja.NewList(out), nil
+}
+
+// hashKey is a text equal for two values exactly where Python's set
+// holds them as one: numbers by value (True is 1, 2.0 is 2), strings by
+// their text, None and Undefined each one value; a list or dict is
+// unhashable, Python's TypeError.
+func hashKey(v jinja.Value) (string, error) {
+	switch {
+	case v.IsString():
+		return "s" + v.AsString(), nil
+	case v.IsBool():
+		if v.IsTruthy() {
+			return "n1", nil
+		}
+		return "n0", nil
+	case v.IsInt():
+		return "n" + strconv.FormatInt(v.AsInt(), 10), nil
+	case v.IsFloat():
+		f := v.AsFloat()
+		if f == math.Trunc(f) && !math.IsInf(f, 0) {
+			return "n" + strconv.FormatFloat(f, 'f', 0, 64), nil
+		}
+		return "f" + strconv.FormatFloat(f, 'g', -1, 64), nil
+	case v.IsNone():
+		return "N", nil
+	case v.IsUndefined():
+		return "U", nil
+	case v.IsList(), v.IsDict():
+		return "", fmt.Errorf("TypeError: unhashable type: '%s'", pyTypeName(v))
+	}
+	return "o" + v.String(), nil
 }

@@ -17,3 +17,19 @@ func TestFirstLastAsJinja2(t *testing.T) {
 		{"{{ 5|first }}", "error:not iterable"},
 	})
 }
+
+// TestUniqueAsJinja2: unique is jinja2's: strings are compared without
+// case unless case_sensitive, attribute= reads a dotted path, items equal
+// in Python (1, 1.0 and True; 0 and False) count once, a string or dict
+// is iterated, and an unhashable key fails; the engine compared the
+// printed text with case and ignored attribute=. The outcomes are jinja2
+// 3.1.6's, set up as testdata/templates/py/check_jinja2.py sets it up.
+func TestUniqueAsJinja2(t *testing.T) {
+	renderEach(t, []struct{ src, want string }{
+		{"{{ ['a', 'A', 'b', 'B', 'a']|unique|list }}|{{ ['a', 'A', 'b']|unique(case_sensitive=true)|list }}|{{ [1, 1.0, true, 2, '1']|unique|list }}|{{ [{'t': 'x', 'n': 1}, {'t': 'X', 'n': 2}, {'t': 'y', 'n': 3}]|unique(attribute='t')|map(attribute='n')|join }}|{{ 'abAB'|unique|join }}|{{ {'a': 1}|unique|list }}|{{ nothing|unique|list }}|{{ [{'f': {'n': 'a'}}, {'f': {'n': 'a'}}]|unique(attribute='f.n')|list|length }}",
+			"['a', 'b']|['a', 'A', 'b']|[1, 2, '1']|13|ab|['a']|[]|1"},
+		{"{{ [none, none, 0, false, 0.5, 1.5]|unique|list }}|{{ [{'a': 1}, {'b': 1}, {'c': 2}]|unique(attribute='a')|list }}", "[None, 0, 0.5, 1.5]|[{'a': 1}, {'b': 1}]"},
+		{"{{ [[1], [1]]|unique|list }}", "error:TypeError: unhashable type: 'list'"},
+		{"{{ none|unique|list }}", "error:not iterable"},
+	})
+}

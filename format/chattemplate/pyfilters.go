@@ -46,6 +46,8 @@ func pyCallables() map[string]jinja.Value {
 		firstName:       jinja.NewCallable("first", edgeFilter(false)),
 		lastName:        jinja.NewCallable("last", edgeFilter(true)),
 		uniqueName:      jinja.NewCallable("unique", uniqueFilter),
+		minName:         jinja.NewCallable("min", extremeFilter(false)),
+		maxName:         jinja.NewCallable("max", extremeFilter(true)),
 		rejectattrName:  jinja.NewCallable("rejectattr", attrSelectFilter),
 		unpackName:      jinja.NewCallable("unpack", unpack),
 		divisiblebyName: jinja.NewCallable("divisibleby", pyDivisibleby),

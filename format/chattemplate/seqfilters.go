@@ -117,3 +117,70 @@ func hashKey(v jinja.Value) (string, error) {
 	}
 	return "o" + v.String(), nil
 }
+
+// minName and maxName are the variables our min and max filters are
+// passed as: the engine's ignore attribute= and case_sensitive, give
+// Undefined for a string or dict and order what Python cannot.
+const (
+	minName = "__hone_min"
+	maxName = "__hone_max"
+)
+
+// extremeFilter is jinja2's min (max where max), (value,
+// case_sensitive=False, attribute=None): of the value's items (what list
+// gives of it), the first whose key, the item or what attribute's dotted
+// path finds in it, lower-cased where it is a string unless
+// case_sensitive, no other key is below (above); Undefined where there are
+// no items, Python's TypeError where two keys do not compare, and
+// jinja2's UndefinedError where a key that is compared finds nothing.
+func extremeFilter(isMax bool) func(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+	name := "min"
+	if isMax {
+		name = "max"
+	}
+	return func(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+		if len(args) == 0 || len(args) > 3 {
+			return jinja.Undefined(), fmt.Errorf("TypeError: %s: takes from 1 to 3 positional arguments but %d were given", name, len(args))
+		}
+		cs, _ := param(args, kwargs, 1, "case_sensitive")
+		var path []string
+		if attr, ok := param(args, kwargs, 2, "attribute"); ok {
+			path = strings.Split(engineKey(attr), ".")
+		}
+		items, err := listFilter(args[:1], nil)
+		if err != nil {
+			return jinja.Undefined(), fmt.Errorf("TypeError: %s: %w", name, err)
+		}
+		best := jinja.Undefined()
+		var bestKey sortKey
+		for i, item := range items.AsList().Items {
+			key := sortKey{vals: []jinja.Value{foldCase(item, cs.IsTruthy())}}
+			if path != nil {
+				v, err := attrGetter(item, path)
+				if err != nil {
+					return jinja.Undefined(), fmt.Errorf("%s(attribute=%q): item %d: %w", name, strings.Join(path, "."), i, err)
+				}
+				key.vals[0] = foldCase(v, cs.IsTruthy())
+				if v.IsUndefined() {
+					key.missing = missingPathError(item, path)
+				}
+			}
+			if i == 0 {
+				best, bestKey = item, key
+				continue
+			}
+			a, b := key, bestKey // min: item < best replaces it
+			if isMax {
+				a, b = b, a // max: item > best, that is best < item
+			}
+			less, err := a.less(b)
+			if err != nil {
+				return jinja.Undefined(), fmt.Errorf("%s: item %d: %w", name, i, err)
+			}
+			if less {
+				best, bestKey = item, key
+			}
+		}
+		return best, nil // Undefined where there are no items
+	}
+}

@@ -33,3 +33,23 @@ func TestUniqueAsJinja2(t *testing.T) {
 		{"{{ none|unique|list }}", "error:not iterable"},
 	})
 }
+
+// TestMinMaxAsJinja2: min and max are jinja2's: strings compare without
+// case unless case_sensitive, attribute= reads a dotted path, the first of
+// equal items wins, a string or dict is iterated, and what Python cannot
+// compare fails; the engine ignored attribute= and case_sensitive, gave
+// Undefined for a string or dict, and ordered [1, 'a']. The outcomes are
+// jinja2 3.1.6's, set up as testdata/templates/py/check_jinja2.py sets it
+// up.
+func TestMinMaxAsJinja2(t *testing.T) {
+	renderEach(t, []struct{ src, want string }{
+		{"{{ ['b', 'A', 'c']|max }}|{{ ['b', 'A', 'C']|max(case_sensitive=true) }}|{{ ['b', 'A', 'c']|min }}|{{ ['b', 'a', 'B']|min(case_sensitive=true) }}|{{ ['B', 'b']|max }}|{{ ['b', 'B']|max }}|{{ [{'n': 'get'}, {'n': 'Add'}]|min(attribute='n') }}|{{ [{'n': 'get'}, {'n': 'Add'}]|max(attribute='n') }}|{{ 'bca'|max }}|{{ {'a': 1, 'b': 2}|max }}|{{ [1, 2.5, true]|max }}|{{ [1, true]|max }}|{{ []|max }}|{{ nothing|min }}|{{ [[1, 2], [1, 3]]|max }}",
+			"c|b|A|B|B|b|{'n': 'Add'}|{'n': 'get'}|c|b|2.5|1|||[1, 3]"},
+		{"{{ [{'f': {'n': 2}}, {'f': {'n': 3}}]|max(attribute='f.n') }}|{{ [{'a': 1}]|max(attribute='b') }}", "{'f': {'n': 3}}|{'a': 1}"},
+		{"{{ [1, 'a']|max }}", "error:TypeError: "},
+		{"{{ [1, 'a']|min }}", "error:TypeError: '<' not supported between instances of 'str' and 'int'"},
+		{"{{ none|max }}", "error:not iterable"},
+		{"{{ [{'a': 1}, {'b': 2}]|max(attribute='a') }}", "error:UndefinedError: 'dict object' has no attribute 'a'"},
+		{"{{ [{'t': 1}]|min(attribute='f.n') }}", "error:UndefinedError: 'dict object' has no attribute 'f'"},
+	})
+}

@@ -30,7 +30,8 @@
 // selectattr, rejectattr and join read their attribute's dotted path too,
 // and join prints items as str() does, attrfilters.go; first and last
 // take a string's characters and a dict's keys, and unique compares
-// without case and takes attribute=, as min and max do, seqfilters.go), and so are the operators +, -, *, **, //, % and / and
+// without case and takes attribute=, as min and max do; sum takes
+// attribute= and start= and adds as Python's + does, seqfilters.go), and so are the operators +, -, *, **, //, % and / and
 // chained comparisons such as 0 < x < 5, unary - and + (an error on what
 // is no number), and the odd and even tests (on floats too) (pyops.go,
 // pyarith.go): + and - on what Python does not add (1 + 'a', None + 1)

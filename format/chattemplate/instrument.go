@@ -808,7 +808,7 @@ func renameFilters(code string) string {
 		!strings.Contains(code, "strip") && !strings.Contains(code, "string") && !strings.Contains(code, "with") && !strings.Contains(code, "select") &&
 		!strings.Contains(code, "reject") && !strings.Contains(code, "list") && !strings.Contains(code, "round") && !strings.Contains(code, "int") && !strings.Contains(code, "format") && !strings.Contains(code, "sort") && !strings.Contains(code, "map") && !strings.Contains(code, "join") &&
 		!strings.Contains(code, "first") && !strings.Contains(code, "last") && !strings.Contains(code, "unique") &&
-		!strings.Contains(code, "min") && !strings.Contains(code, "max") &&
+		!strings.Contains(code, "min") && !strings.Contains(code, "max") && !strings.Contains(code, "sum") &&
 		!strings.Contains(code, "append") && !strings.Contains(code, "insert") && !strings.Contains(code, "update") &&
 		!strings.Contains(code, "find") && !strings.Contains(code, "index") && !strings.Contains(code, "count") &&
 		!strings.Contains(code, "title") && !strings.Contains(code, "capitalize") && !strings.Contains(code, "center") &&
@@ -960,6 +960,8 @@ func renamedFilter(name string) string {
 		return minName
 	case "max":
 		return maxName
+	case "sum":
+		return sumName
 	case "title":
 		return titleName
 	case "center":

@@ -48,6 +48,7 @@ func pyCallables() map[string]jinja.Value {
 		uniqueName:      jinja.NewCallable("unique", uniqueFilter),
 		minName:         jinja.NewCallable("min", extremeFilter(false)),
 		maxName:         jinja.NewCallable("max", extremeFilter(true)),
+		sumName:         jinja.NewCallable("sum", sumFilter),
 		rejectattrName:  jinja.NewCallable("rejectattr", attrSelectFilter),
 		unpackName:      jinja.NewCallable("unpack", unpack),
 		divisiblebyName: jinja.NewCallable("divisibleby", pyDivisibleby),

@@ -1,6 +1,7 @@
 package chattemplate
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -183,4 +184,56 @@ func extremeFilter(isMax bool) func(args []jinja.Value, kwargs map[string]jinja.
 		}
 		return best, nil // Undefined where there are no items
 	}
+}
+
+// sumName is the variable our sum filter is passed as: the engine's
+// ignores attribute= and start= and skips what is no number.
+const sumName = "__hone_sum"
+
+// sumFilter is jinja2's sum(value, attribute=None, start=0), Python's
+// sum: start plus each of the value's items (what list gives of it), or
+// what attribute's dotted path finds in each, added as Python's + adds
+// them (pyAddSub, refusing a string and a dict, which only the template's
+// own + joins); a string start is Python's TypeError, and an item where
+// the path finds nothing jinja2's UndefinedError.
+func sumFilter(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) == 0 || len(args) > 3 {
+		return jinja.Undefined(), fmt.Errorf("TypeError: sum: takes from 1 to 3 positional arguments but %d were given", len(args))
+	}
+	var path []string
+	if attr, ok := param(args, kwargs, 1, "attribute"); ok {
+		path = strings.Split(engineKey(attr), ".")
+	}
+	total := jinja.NewInt(0)
+	if len(args) > 2 {
+		total = args[2]
+	} else if s, ok := kwargs["start"]; ok {
+		total = s
+	}
+	if total.IsString() {
+		return jinja.Undefined(), errors.New("TypeError: sum() can't sum strings [use ''.join(seq) instead]")
+	}
+	items, err := listFilter(args[:1], nil)
+	if err != nil {
+		return jinja.Undefined(), fmt.Errorf("TypeError: sum: %w", err)
+	}
+	add := pyAddSub(false, func(v jinja.Value) (string, error) {
+		return "", fmt.Errorf("TypeError: unsupported operand type(s) for +: '%s' and 'str'", pyTypeName(v))
+	})
+	for i, item := range items.AsList().Items {
+		if path != nil {
+			v, err := attrGetter(item, path)
+			if err == nil && v.IsUndefined() {
+				err = missingPathError(item, path)
+			}
+			if err != nil {
+				return jinja.Undefined(), fmt.Errorf("sum(attribute=%q): item %d: %w", strings.Join(path, "."), i, err)
+			}
+			item = v
+		}
+		if total, err = add([]jinja.Value{total, item}, nil); err != nil {
+			return jinja.Undefined(), fmt.Errorf("sum: item %d: %w", i, err)
+		}
+	}
+	return total, nil
 }

@@ -71,3 +71,21 @@ func TestSumAsJinja2(t *testing.T) {
 		{"{{ [{'a': 1}, {'b': 2}]|sum(attribute='a') }}", "error:UndefinedError: 'dict object' has no attribute 'a'"},
 	})
 }
+
+// TestFilterNamesReserved: a kwarg named as one of our filters
+// (selectattr, join, first, last, unique, min, max, sum) is refused as the
+// others are, rather than passed to a template that would never see it.
+func TestFilterNamesReserved(t *testing.T) {
+	tmpl, err := New("{{ [1]|join }}", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{selectattrName, rejectattrName, joinName, firstName, lastName, uniqueName, minName, maxName, sumName} {
+		if _, err := tmpl.Render(t.Context(), Input{Kwargs: map[string]any{name: 1}}); err == nil {
+			t.Errorf("kwarg %s: want an error", name)
+		}
+		if _, err := KwargsFromJSON([]byte(`{"` + name + `": 1}`)); err == nil {
+			t.Errorf("KwargsFromJSON %s: want an error", name)
+		}
+	}
+}

@@ -889,41 +889,26 @@ func renameFilters(code string) string {
 	return b.String()
 }
 
-// selectWithoutTest gives select, reject, selectattr and rejectattr called
-// without a test (keep or drop the items, or attributes, that are true) the
-// argument that makes the engine test truth, which it otherwise panics for
-// (its filters slice their arguments past the end): `|select` and
-// `|select()` get an empty string as the test's name, `|selectattr(a)` becomes
-// `|selectattr(a, 'truthy')`. It returns where the filter call ends in code
-// (the filter's name ends at k) and its new arguments, or "" when the call
-// names a test.
+// selectWithoutTest gives select and reject called without a test (keep
+// or drop the items that are true) the argument that makes the engine
+// test truth, which it otherwise panics for (its filters slice their
+// arguments past the end): `|select` and `|select()` get an empty string
+// as the test's name. It returns where the filter call ends in code (the
+// filter's name ends at k) and its new arguments, or "" when the call
+// names a test. selectattr and rejectattr are ours (attrSelectCall).
 func selectWithoutTest(code, name string, k int) (int, string) {
-	attr := name == "selectattr" || name == "rejectattr"
-	if !attr && name != "select" && name != "reject" {
+	if name != "select" && name != "reject" {
 		return 0, ""
 	}
-	j := k
-	for j < len(code) && strings.IndexByte(" \t\n\r\f", code[j]) >= 0 {
-		j++
-	}
+	j := skipSpace(code, k)
 	if j >= len(code) || code[j] != '(' {
-		if attr {
-			return 0, ""
-		}
 		return k, "('')"
 	}
 	e := closeBracket(code, j)
-	if e < 0 {
+	if e < 0 || strings.TrimSpace(code[j+1:e]) != "" {
 		return 0, ""
 	}
-	inner := code[j+1 : e]
-	switch {
-	case !attr && strings.TrimSpace(inner) == "":
-		return e + 1, "('')"
-	case attr && len(splitTopLevel(inner)) == 1 && strings.TrimSpace(inner) != "" && !strings.Contains(inner, "="):
-		return e + 1, "(" + inner + ", 'truthy')"
-	}
-	return 0, ""
+	return e + 1, "('')"
 }
 
 // renamedFilter is the variable our version of the engine's filter name is

@@ -39,3 +39,17 @@ func TestJoinAsJinja2(t *testing.T) {
 		{"{{ 5|join(',') }}", "error:not iterable"},
 	})
 }
+
+// TestMapAttributeMissingPart: map(attribute='f.n') fails with jinja2's
+// UndefinedError where a part before the last finds nothing and there is
+// no default, as jinja2's attribute getter reads on from an Undefined;
+// ours gave Undefined for the item, so a tool without a function printed
+// nothing where transformers refuses to render. The outcomes are jinja2
+// 3.1.6's, set up as testdata/templates/py/check_jinja2.py sets it up.
+func TestMapAttributeMissingPart(t *testing.T) {
+	renderEach(t, []struct{ src, want string }{
+		{"{{ [{'f': {'n': 1}}, {'t': 1}]|map(attribute='f.n')|list }}", "error:UndefinedError: 'dict object' has no attribute 'f'"},
+		{"{{ [{'f': {'n': 1}}, {'t': 1}, {'f': {}}]|map(attribute='f.n', default='x')|list }}|{{ [{'f': {'n': 1}}, {'f': {}}]|map(attribute='f.n')|list }}|{{ [{'f': 'ab'}]|map(attribute='f.n')|list }}",
+			"[1, 'x', 'x']|[1, Undefined]|[Undefined]"},
+	})
+}

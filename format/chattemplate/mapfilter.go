@@ -124,10 +124,11 @@ func mapByAttribute(code, name string, k int) bool {
 // item of the value (what list gives of it) read along the path, whose
 // parts a dot separates and a part of digits is an index, as jinja2's
 // make_attrgetter reads it; an item where the path finds nothing gives d
-// unless d is None or left out, and Undefined then. A part that names a
-// Python method rather than a key (items of a dict without that key) finds
-// nothing here, where jinja2 gives the bound method: no template prints
-// one.
+// unless d is None or left out, and Undefined then, or jinja2's
+// UndefinedError where a part before the last found nothing. A part that
+// names a Python method rather than a key (items of a dict without that
+// key) finds nothing here, where jinja2 gives the bound method: no
+// template prints one.
 func mapAttrFilter(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
 	if len(args) != 1 {
 		return jinja.Undefined(), fmt.Errorf("map: with attribute=, takes only the value, got %d positional arguments", len(args))
@@ -150,8 +151,15 @@ func mapAttrFilter(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Val
 	out := make([]jinja.Value, len(list))
 	for i, item := range list {
 		v, found := attrPath(item, parts)
-		if !found && hasDef {
+		switch {
+		case found:
+		case hasDef:
 			v = def
+		default:
+			// a part before the last finding nothing is jinja2's UndefinedError
+			if _, err := attrGetter(item, parts); err != nil {
+				return jinja.Undefined(), fmt.Errorf("map(attribute=%s): item %d: %w", engineKey(attr), i, err)
+			}
 		}
 		out[i] = v
 	}

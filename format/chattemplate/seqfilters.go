@@ -175,6 +175,11 @@ func extremeFilter(isMax bool) func(args []jinja.Value, kwargs map[string]jinja.
 				a, b = b, a // max: item > best, that is best < item
 			}
 			less, err := a.less(b)
+			if err != nil && isMax && key.missing == nil && bestKey.missing == nil && !key.vals[0].IsList() {
+				// Python's max asks item > best, and says so (of two
+				// lists, of the items that differ: pyLess's words)
+				err = fmt.Errorf("TypeError: '>' not supported between instances of '%s' and '%s'", pyTypeName(key.vals[0]), pyTypeName(bestKey.vals[0]))
+			}
 			if err != nil {
 				return jinja.Undefined(), fmt.Errorf("%s: item %d: %w", name, i, err)
 			}

@@ -46,7 +46,7 @@ func TestMinMaxAsJinja2(t *testing.T) {
 		{"{{ ['b', 'A', 'c']|max }}|{{ ['b', 'A', 'C']|max(case_sensitive=true) }}|{{ ['b', 'A', 'c']|min }}|{{ ['b', 'a', 'B']|min(case_sensitive=true) }}|{{ ['B', 'b']|max }}|{{ ['b', 'B']|max }}|{{ [{'n': 'get'}, {'n': 'Add'}]|min(attribute='n') }}|{{ [{'n': 'get'}, {'n': 'Add'}]|max(attribute='n') }}|{{ 'bca'|max }}|{{ {'a': 1, 'b': 2}|max }}|{{ [1, 2.5, true]|max }}|{{ [1, true]|max }}|{{ []|max }}|{{ nothing|min }}|{{ [[1, 2], [1, 3]]|max }}",
 			"c|b|A|B|B|b|{'n': 'Add'}|{'n': 'get'}|c|b|2.5|1|||[1, 3]"},
 		{"{{ [{'f': {'n': 2}}, {'f': {'n': 3}}]|max(attribute='f.n') }}|{{ [{'a': 1}]|max(attribute='b') }}", "{'f': {'n': 3}}|{'a': 1}"},
-		{"{{ [1, 'a']|max }}", "error:TypeError: "},
+		{"{{ [1, 'a']|max }}", "error:TypeError: '>' not supported between instances of 'str' and 'int'"},
 		{"{{ [1, 'a']|min }}", "error:TypeError: '<' not supported between instances of 'str' and 'int'"},
 		{"{{ none|max }}", "error:not iterable"},
 		{"{{ [{'a': 1}, {'b': 2}]|max(attribute='a') }}", "error:UndefinedError: 'dict object' has no attribute 'a'"},

@@ -254,10 +254,15 @@ var tokenCapRE = []*regexp.Regexp{
 
 // maxTokensOver says how --max-tokens is over one of the server's limits
 // when ce refuses it for one that no prompt changes: the server's cap on
-// max_tokens, or a model context (contextSizeRE) it alone fills, which
-// leaves no room for any prompt; "" when ce is no such refusal. A context
-// refusal of a --max-tokens below the context depends on the prompt, and
-// on the turn: it stays an episode's (a cut after the first turn).
+// max_tokens, or a model context (contextSizeRE) that the completion the
+// refusal names (completionSizeRE) alone fills, which leaves no room for
+// any prompt; "" when ce is no such refusal. The completion is the
+// refusal's, not --max-tokens: a server may clamp max_tokens first
+// (hone-serve to generation_config.json's max_new_tokens), and a
+// refusal that names no completion is of the prompt alone. Those depend
+// on the prompt, as a context refusal of a completion below the context
+// does, and on the turn: they stay an episode's (a cut after the first
+// turn).
 func (m *Model) maxTokensOver(ce *callError) string {
 	if ce.status != http.StatusBadRequest || m.o.MaxTokens <= 0 {
 		return ""
@@ -268,7 +273,11 @@ func (m *Model) maxTokensOver(ce *callError) string {
 	if !ce.full {
 		return ""
 	}
-	if n, err := strconv.Atoi(firstMatch(ce.msg, contextSizeRE)); err == nil && m.o.MaxTokens >= n {
+	n, err := strconv.Atoi(firstMatch(ce.msg, contextSizeRE))
+	if err != nil {
+		return ""
+	}
+	if c, err := strconv.Atoi(firstMatch(ce.msg, completionSizeRE)); err == nil && c >= n {
 		return fmt.Sprintf("leaves no room for a prompt in the model's context of %d tokens", n)
 	}
 	return ""

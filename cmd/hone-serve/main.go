@@ -132,6 +132,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case opts.KVCacheBytes < 0:
 		// It would start and then refuse every request.
 		return cli.Usagef("--kv-cache-bytes %d: want a byte count, or 0 for no limit", opts.KVCacheBytes)
+	case opts.MaxBodyBytes < 0:
+		// serve and its vLLM front put the default in place of a
+		// negative limit, without a word, where the user had asked for
+		// a limit of their own.
+		return cli.Usagef("--max-body-bytes %d: want a byte count, or 0 for the default (%s)", opts.MaxBodyBytes, fs.Lookup("max-body-bytes").DefValue)
+	case opts.DrainTimeout < 0:
+		return cli.Usagef("--drain-timeout %v: want a duration, or 0 for the default (%s)", opts.DrainTimeout, fs.Lookup("drain-timeout").DefValue)
 	}
 	keysFromEnv(fs, &opts, getenv)
 	if opts.Upstream != "" {

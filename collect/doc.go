@@ -36,12 +36,14 @@
 // hone-collect keeps no output. Once a call was answered, a 404 is a
 // server between two loads of the adapter (vLLM restarted under
 // hone-serve's front, a step folder loaded again) and fails its episode
-// only. So does a 400 to the first call, before any was answered, for a
-// --max-tokens over the server's cap on it or one that fills the model's
-// context alone, which every call asks for: Run returns
-// ErrMaxTokensOverCap, naming the flag and the cap, and hone-collect keeps
-// no output. A context refusal that depends on the prompt, or comes after
-// the first turn, stays its episode's. Without MaxFailures, a server that refused every connection of
+// only. A 400 to a call before any was answered, for a --max-tokens over
+// the server's cap on it or a completion that fills the model's context
+// alone, which every call asks for, stops the run at once too: Run
+// returns ErrMaxTokensOverCap, naming the flag and the cap, and
+// hone-collect keeps no output. A context refusal that depends on the
+// prompt (one of the prompt alone, or of a completion below the context,
+// as after a server's clamp to max_new_tokens), or comes after the first
+// turn, stays its episode's. Without MaxFailures, a server that refused every connection of
 // the first group's episodes, none succeeding and no call answered,
 // stops the run with ErrUnreachable once that group finished, and
 // hone-collect keeps no output: each later episode would spend its

@@ -65,7 +65,11 @@ stops then and writes nothing), or a model
 call was answered 404 before any was answered (a --model the server does
 not serve, or a --base-url without the endpoint: the run stops at that
 first answer, writes nothing, and names the models the server lists; a
-404 after the model answered fails its episode only), or the environment failed
+404 after the model answered fails its episode only), or a model call was
+answered 400 before any was answered for a --max-tokens over the server's
+cap, or one that fills the model's context alone (every call asks for as
+many: the run stops there, writes nothing, and names the flag and the
+cap; a refusal that depends on the prompt fails its episode only), or the environment failed
 as it started (a program that crashed, a server out of reach); 2 bad usage or input (an --env-opt the environment refuses, a
 command or path that is not there); 130 interrupted. After failed episodes or an interrupt, the finished
 groups are still written, failed episodes as rows with their error; an

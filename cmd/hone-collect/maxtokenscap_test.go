@@ -57,3 +57,35 @@ func TestMaxTokensOverServerCapStopsTheRun(t *testing.T) {
 		})
 	}
 }
+
+// TestHelpNamesMaxTokensStop: --help's exit codes and docs/art.md's
+// "Failed episodes" name the stop at a first call refused for a
+// --max-tokens over the server's cap, beside the 404's: a user whose run
+// exits 1 there, writing nothing, finds it where the other stops are.
+func TestHelpNamesMaxTokensStop(t *testing.T) {
+	r := collectBin(t, "--help")
+	start, end := strings.Index(r.stdout, "Exit codes:"), strings.Index(r.stdout, "Unlike ART")
+	if r.code != 0 || start < 0 || end < start {
+		t.Fatalf("--help: exit %d, no exit codes paragraph:\n%s", r.code, r.stdout)
+	}
+	codes := strings.Join(strings.Fields(r.stdout[start:end]), " ")
+	if !strings.Contains(codes, "--max-tokens over the server's cap") {
+		t.Errorf("--help's exit codes do not name the stop at a --max-tokens over the server's cap:\n%s", codes)
+	}
+	art, err := os.ReadFile("../../docs/art.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(art)
+	start = strings.Index(doc, "**Failed episodes.**")
+	if start < 0 {
+		t.Fatal("docs/art.md has no \"Failed episodes\" paragraph")
+	}
+	para := doc[start:]
+	if i := strings.Index(para, "\n\n"); i >= 0 {
+		para = para[:i]
+	}
+	if !strings.Contains(strings.Join(strings.Fields(para), " "), "--max-tokens` over the server's cap") {
+		t.Errorf("docs/art.md's \"Failed episodes\" does not name the stop at a --max-tokens over the server's cap:\n%s", para)
+	}
+}

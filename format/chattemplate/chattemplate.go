@@ -87,15 +87,30 @@ type Input struct {
 // chat template (its special_tokens_map), when they are set.
 var specialTokenKeys = []string{"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"}
 
-// reserved are the variables Render sets itself; a kwarg with one of these
-// names is an error in transformers too (a duplicate keyword argument).
-var reserved = map[string]bool{"messages": true, "tools": true, "documents": true, "add_generation_prompt": true,
-	"range": true, tojsonName: true, titleName: true, centerName: true, escapedName: true, isFilterName: true, isTestName: true, sequenceName: true, isIterName: true, trimName: true, stringName: true, listName: true, roundName: true, intName: true, formatName: true, divName: true, floorDivName: true, modName: true, powName: true, mulName: true, dictsortName: true, sortName: true, splatName: true, mapName: true, mapAttrName: true, iterableName: true, unpackName: true, unpackedName: true, divisiblebyName: true, badCallName: true, oddName: true, evenName: true, negName: true, posName: true, definedName: true, nameDefinedName: true, memberName: true, starName: true, unsetName: true, addName: true, subName: true, hookLoop: true, hookEnter: true, hookLeave: true, hookLeaveWith: true, hookOut: true, hookSet: true,
-	selectattrName: true, rejectattrName: true, joinName: true, firstName: true, lastName: true, uniqueName: true, minName: true, maxName: true, sumName: true}
+// reservedNames are the variables Render sets itself, which a kwarg may
+// not take: those transformers passes (a kwarg named so is an error there
+// too, a duplicate keyword argument), the variables our rewriters set, and
+// every callable Render may bind, taken from the tables it binds them
+// from so that a new one cannot be left out. raise_exception and
+// strftime_now are not among them: transformers makes them globals, which
+// a kwarg shadows.
+func reservedNames() map[string]bool {
+	names := map[string]bool{"messages": true, "tools": true, "documents": true, "add_generation_prompt": true,
+		dictsortName: true, unpackedName: true}
+	// A budget with no limits makes the same table (its callables are
+	// not called here).
+	for _, calls := range []map[string]jinja.Value{pyCallables(), (&budget{}).callables()} {
+		for k := range calls {
+			names[k] = true
+		}
+	}
+	return names
+}
 
 // isReserved reports whether a kwarg named k would be set by Render itself
-// (reserved, or one of our str methods, mutators or call blocks' macros).
-func isReserved(k string) bool {
+// (reserved, which reservedNames gives, or one of our str methods,
+// mutators or call blocks' macros).
+func isReserved(reserved map[string]bool, k string) bool {
 	return reserved[k] || strings.HasPrefix(k, strMethodPrefix) || strings.HasPrefix(k, mutCallPrefix) || strings.HasPrefix(k, callerPrefix)
 }
 
@@ -553,11 +568,17 @@ func panicText(p any) string {
 // args how tool calls' arguments are passed.
 func (t *Template) variables(in Input, parts bool, args argsMode) (map[string]jinja.Value, error) {
 	data := make(map[string]jinja.Value, len(t.special)+len(in.Kwargs)+8)
+	// transformers' globals, set first: a special token or kwarg of the
+	// same name shadows them, as render()'s arguments shadow jinja2's
+	// globals.
+	data["raise_exception"] = jinja.NewCallable("raise_exception", raiseException)
+	data["strftime_now"] = jinja.NewCallable("strftime_now", t.strftimeNow(in.Now))
 	for k, v := range t.special {
 		data[k] = v
 	}
+	reserved := reservedNames()
 	for k, v := range in.Kwargs {
-		if isReserved(k) {
+		if isReserved(reserved, k) {
 			return nil, fmt.Errorf("template kwarg %q is set by Render itself", k)
 		}
 		val, err := kwargValue(v)
@@ -589,8 +610,6 @@ func (t *Template) variables(in Input, parts bool, args argsMode) (map[string]ji
 	}
 	data["documents"] = jinja.None()
 	data["add_generation_prompt"] = jinja.NewBool(in.AddGenerationPrompt)
-	data["raise_exception"] = jinja.NewCallable("raise_exception", raiseException)
-	data["strftime_now"] = jinja.NewCallable("strftime_now", t.strftimeNow(in.Now))
 	return data, nil
 }
 
@@ -660,8 +679,9 @@ func KwargsFromJSON(data []byte) (map[string]any, error) {
 		return nil, fmt.Errorf("template kwargs: %w", err)
 	}
 	out := make(map[string]any, len(fields))
+	reserved := reservedNames()
 	for k, v := range fields {
-		if isReserved(k) {
+		if isReserved(reserved, k) {
 			return nil, fmt.Errorf("template kwargs: %q is set by Render itself", k)
 		}
 		out[k] = v

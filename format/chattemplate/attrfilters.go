@@ -7,88 +7,148 @@ import (
 	"github.com/ardanlabs/jinja"
 )
 
-// selectattrName and rejectattrName are the variables our selectattr and
-// rejectattr are passed as: the engine's look the attribute's whole text
-// up as one key of each item, where jinja2 reads a dotted path
-// (function.name) part by part.
+// selectName, rejectName, selectattrName and rejectattrName are the
+// variables our select, reject, selectattr and rejectattr are passed as:
+// the engine's selectattr looks the attribute's whole text up as one key
+// of each item, where jinja2 reads a dotted path (function.name) part by
+// part, and all four of the engine's answer a test named as a string with
+// its own tests, where `x is name` is rewritten to ours (pyOps).
 const (
+	selectName     = "__hone_select"
+	rejectName     = "__hone_reject"
 	selectattrName = "__hone_selectattr"
 	rejectattrName = "__hone_rejectattr"
 )
 
-// attrSelectCall rewrites `|selectattr(` or `|rejectattr(` (the filter's
-// name ends at k in code) to `|__hone_selectattr(__filter_selectattr, `,
-// which gives our filter the engine's, whose tests (equalto, defined, in,
-// ...) it keeps. It returns where the rewritten text ends in code and
-// what replaces code up to there, or 0 and "" for another filter or a
-// call without arguments.
-func attrSelectCall(code, name string, k int) (int, string) {
-	ours := selectattrName
+// selectCall rewrites `|select(`, `|reject(`, `|selectattr(` or
+// `|rejectattr(` (the filter's name ends at k in code) to
+// `|__hone_select(__filter_selectattr, ` (and so on), which gives our
+// filter the engine's selectattr for the tests (equalto, defined, in,
+// ...) that the engine answers as jinja2 does; a call without arguments,
+// or without parentheses, passes that alone. It returns where the
+// rewritten text ends in code and what replaces code up to there, or 0
+// and "" for another filter.
+func selectCall(code, name string, k int) (int, string) {
+	var ours string
 	switch name {
+	case "select":
+		ours = selectName
+	case "reject":
+		ours = rejectName
 	case "selectattr":
+		ours = selectattrName
 	case "rejectattr":
 		ours = rejectattrName
 	default:
 		return 0, ""
 	}
+	engine := engineFilterPrefix + "selectattr"
 	j := skipSpace(code, k)
 	if j >= len(code) || code[j] != '(' {
-		return 0, ""
+		return k, "|" + ours + "(" + engine + ")"
 	}
 	e := closeBracket(code, j)
-	if e < 0 || strings.TrimSpace(code[j+1:e]) == "" {
-		return 0, ""
+	if e >= 0 && strings.TrimSpace(code[j+1:e]) == "" {
+		return e + 1, "|" + ours + "(" + engine + ")"
 	}
-	return j + 1, "|" + ours + "(" + engineFilterPrefix + name + ", "
+	return j + 1, "|" + ours + "(" + engine + ", "
 }
 
-// attrSelectFilter is jinja2's selectattr(value, attribute, test, *args)
-// (rejectattr where reject): args[1] is the engine's filter, args[2] the
-// attribute. Each item of the value (what list gives of it) is read along
-// the attribute's path, as jinja2's make_attrgetter reads it, and the
-// engine's filter tests what it finds, handed as the one key of a
-// stand-in item; a part before the last that finds nothing fails with
-// jinja2's UndefinedError, the last one gives Undefined to the test.
-func attrSelectFilter(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
-	if len(args) < 3 || !args[1].IsCallable() {
-		return jinja.Undefined(), fmt.Errorf("selectattr: called with %d arguments, want the value, the engine's filter and the attribute", len(args))
+// selectFilter is jinja2's select(value, test, *args, **kwargs), or
+// selectattr(value, attribute, test, ...) where attr, reject or
+// rejectattr where reject: args[1] is the engine's selectattr. Each item
+// of the value (what list gives of it), read along the attribute's path
+// as jinja2's make_attrgetter reads it, goes to the test (testItems); a
+// part before the last that finds nothing fails with jinja2's
+// UndefinedError, the last one gives Undefined to the test.
+func selectFilter(name string, attr, reject bool) func([]jinja.Value, map[string]jinja.Value) (jinja.Value, error) {
+	return func(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+		rest := 2
+		if attr {
+			rest = 3
+		}
+		if len(args) < rest || !args[1].IsCallable() {
+			return jinja.Undefined(), fmt.Errorf("%s: called with %d arguments, want the value, the engine's filter and the attribute", name, len(args))
+		}
+		if !args[0].IsTruthy() {
+			return jinja.NewList(nil), nil // jinja2 iterates the value only if it is true: none gives []
+		}
+		items, err := listFilter(args[:1], nil)
+		if err != nil {
+			return jinja.Undefined(), fmt.Errorf("%s: %w", name, err)
+		}
+		list := items.AsList().Items
+		values, where := list, name
+		if attr {
+			path := strings.Split(engineKey(args[2]), ".")
+			where = fmt.Sprintf("%s(%q)", name, strings.Join(path, "."))
+			values = make([]jinja.Value, len(list))
+			for i, item := range list {
+				if values[i], err = attrGetter(item, path); err != nil {
+					return jinja.Undefined(), fmt.Errorf("%s: item %d: %w", where, i, err)
+				}
+			}
+		}
+		keep, err := testItems(args[1], values, args[rest:], kwargs)
+		if err != nil {
+			return jinja.Undefined(), fmt.Errorf("%s: %w", where, err)
+		}
+		out := make([]jinja.Value, 0, len(list))
+		for i, item := range list {
+			if keep[i] != reject {
+				out = append(out, item)
+			}
+		}
+		return jinja.NewList(out), nil
 	}
-	if !args[0].IsTruthy() {
-		return jinja.NewList(nil), nil // jinja2 iterates the value only if it is true: none gives []
+}
+
+// testItems is whether each of values passes the test named by args[0]
+// with the arguments after it, or is true where there is no test: a test
+// `is` gives to ours (ownTest) is ours, any other the engine's, which
+// engine (its selectattr filter) applies to stand-ins holding each value
+// as their one key.
+func testItems(engine jinja.Value, values, args []jinja.Value, kwargs map[string]jinja.Value) ([]bool, error) {
+	keep := make([]bool, len(values))
+	if len(args) == 0 {
+		for i, v := range values {
+			keep[i] = v.IsTruthy()
+		}
+		return keep, nil
 	}
-	items, err := listFilter(args[:1], nil)
-	if err != nil {
-		return jinja.Undefined(), fmt.Errorf("selectattr: %w", err)
+	if !args[0].IsString() || args[0].AsString() == "truthy" {
+		// truthy is the engine's selectattr's word for no test.
+		return nil, fmt.Errorf("TemplateRuntimeError: No test named %s.", reprOf(args[0]))
 	}
-	path := strings.Split(engineKey(args[2]), ".")
-	list := items.AsList().Items
-	standIns := make([]jinja.Value, len(list))
-	for i, item := range list {
+	if call := ownTest(args[0].AsString()); call != "" {
+		test := pyCallables()[call].AsCallable().Fn
+		for i, v := range values {
+			r, err := test(append([]jinja.Value{v}, args[1:]...), kwargs)
+			if err != nil {
+				return nil, err
+			}
+			keep[i] = r.IsTruthy()
+		}
+		return keep, nil
+	}
+	standIns := make([]jinja.Value, len(values))
+	for i, v := range values {
 		standIn := jinja.NewDict()
 		standIn.AsDict().Set("i", jinja.NewInt(int64(i)))
-		v, err := attrGetter(item, path)
-		if err != nil {
-			return jinja.Undefined(), fmt.Errorf("selectattr(%q): item %d: %w", strings.Join(path, "."), i, err)
-		}
 		if !v.IsUndefined() {
 			standIn.AsDict().Set("v", v)
 		}
 		standIns[i] = standIn
 	}
-	testArgs := []jinja.Value{jinja.NewList(standIns), jinja.NewString("v")}
-	if len(args) == 3 {
-		testArgs = append(testArgs, jinja.NewString("truthy"))
-	}
-	kept, err := args[1].AsCallable().Fn(append(testArgs, args[3:]...), kwargs)
+	kept, err := engine.AsCallable().Fn(append([]jinja.Value{jinja.NewList(standIns), jinja.NewString("v")}, args...), kwargs)
 	if err != nil {
-		return jinja.Undefined(), fmt.Errorf("selectattr(%q): %w", strings.Join(path, "."), err)
+		return nil, err
 	}
-	out := make([]jinja.Value, 0, kept.AsList().Len())
 	for _, standIn := range kept.AsList().Items {
 		i, _ := standIn.AsDict().Get("i")
-		out = append(out, list[i.AsInt()])
+		keep[i.AsInt()] = true
 	}
-	return jinja.NewList(out), nil
+	return keep, nil
 }
 
 // attrGetter is jinja2's make_attrgetter: obj read along path, a part of

@@ -847,13 +847,8 @@ func renameFilters(code string) string {
 				i = end
 				continue
 			}
-			if end, call := attrSelectCall(code, code[j:k], k); call != "" {
+			if end, call := selectCall(code, code[j:k], k); call != "" {
 				b.WriteString(call)
-				i = end
-				continue
-			}
-			if end, args := selectWithoutTest(code, code[j:k], k); args != "" {
-				b.WriteString("|" + code[j:k] + args)
 				i = end
 				continue
 			}
@@ -887,28 +882,6 @@ func renameFilters(code string) string {
 		i++
 	}
 	return b.String()
-}
-
-// selectWithoutTest gives select and reject called without a test (keep
-// or drop the items that are true) the argument that makes the engine
-// test truth, which it otherwise panics for (its filters slice their
-// arguments past the end): `|select` and `|select()` get an empty string
-// as the test's name. It returns where the filter call ends in code (the
-// filter's name ends at k) and its new arguments, or "" when the call
-// names a test. selectattr and rejectattr are ours (attrSelectCall).
-func selectWithoutTest(code, name string, k int) (int, string) {
-	if name != "select" && name != "reject" {
-		return 0, ""
-	}
-	j := skipSpace(code, k)
-	if j >= len(code) || code[j] != '(' {
-		return k, "('')"
-	}
-	e := closeBracket(code, j)
-	if e < 0 || strings.TrimSpace(code[j+1:e]) != "" {
-		return 0, ""
-	}
-	return e + 1, "('')"
 }
 
 // renamedFilter is the variable our version of the engine's filter name is

@@ -312,12 +312,19 @@ func mulNumbers(a, b jinja.Value) (jinja.Value, error) {
 const divisiblebyName = "__hone_divisibleby"
 
 // pyDivisibleby is jinja2's divisibleby test, value % num == 0, with
-// Python's % (and its errors: a zero num, a value that is not a number).
+// Python's % (and its errors: a zero num, a value that is not a number);
+// num may be given by name (select('divisibleby', num=2)).
 func pyDivisibleby(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
-	if len(args) != 2 {
-		return jinja.Undefined(), fmt.Errorf("divisibleby: takes a value and a number, got %d arguments", len(args))
+	num, ok := kwargs["num"]
+	if len(args) == 2 && !ok {
+		num, ok = args[1], true
+	} else if len(args) != 1 {
+		ok = false
 	}
-	r, err := pyMod(args, kwargs)
+	if !ok {
+		return jinja.Undefined(), fmt.Errorf("divisibleby: takes a value and a number, got %d arguments", len(args)+len(kwargs))
+	}
+	r, err := pyMod([]jinja.Value{args[0], num}, nil)
 	if err != nil {
 		return jinja.Undefined(), fmt.Errorf("divisibleby: %w", err)
 	}

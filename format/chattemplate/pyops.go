@@ -808,29 +808,40 @@ func (p *opParser) test(operand string) (string, bool) {
 	case p.kindIs('s') || p.kindIs('n') || (p.kindIs('a') && !p.word()) || p.is(0, "[") || p.is(0, "{"):
 		args = "(" + p.str(p.postfix()) + ")"
 	}
-	if (name == "odd" || name == "even") && args == "" {
-		call := oddName
-		if name == "even" {
-			call = evenName
-		}
-		return "(" + neg + call + "(" + operand + "))", !p.failed
-	}
-	if call := nameTests[name]; call != "" && args == "" {
-		return "(" + neg + call + "(" + operand + "))", !p.failed
-	}
-	if name == "divisibleby" {
+	if call := ownTest(name); call != "" && (args == "" || name == "divisibleby") {
 		if args == "" {
-			args = "()"
+			return "(" + neg + call + "(" + operand + "))", !p.failed
 		}
-		return "(" + neg + divisiblebyName + "(" + operand + ", " + args[1:] + ")", !p.failed
+		return "(" + neg + call + "(" + operand + ", " + args[1:] + ")", !p.failed
 	}
 	return "(" + operand + " is " + neg + name + args + ")", !p.failed
 }
 
-// nameTests are jinja2's tests that the engine has not, or has otherwise
-// (sequence, iterable), and that take no argument, and the variables ours are passed as (rarenames.go).
-var nameTests = map[string]string{"escaped": escapedName, "filter": isFilterName, "test": isTestName,
-	"sequence": sequenceName, "iterable": isIterName}
+// ownTest is the variable our version of jinja2's test name is passed as
+// (pyCallables), for the tests the engine has not or answers otherwise,
+// or "". `x is name` calls it (test), and so do select and reject given
+// the name as a string (testItems).
+func ownTest(name string) string {
+	switch name {
+	case "odd":
+		return oddName
+	case "even":
+		return evenName
+	case "divisibleby":
+		return divisiblebyName
+	case "escaped":
+		return escapedName
+	case "filter":
+		return isFilterName
+	case "test":
+		return isTestName
+	case "sequence":
+		return sequenceName
+	case "iterable":
+		return isIterName
+	}
+	return ""
+}
 
 // list parses the items up to closer (already past the opener): call
 // arguments (name=value too), list items or dict pairs, with their commas

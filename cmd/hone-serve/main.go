@@ -132,13 +132,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case opts.KVCacheBytes < 0:
 		// It would start and then refuse every request.
 		return cli.Usagef("--kv-cache-bytes %d: want a byte count, or 0 for no limit", opts.KVCacheBytes)
-	case opts.MaxBodyBytes < 0:
-		// serve and its vLLM front put the default in place of a
-		// negative limit, without a word, where the user had asked for
-		// a limit of their own.
-		return cli.Usagef("--max-body-bytes %d: want a byte count, or 0 for the default (%s)", opts.MaxBodyBytes, fs.Lookup("max-body-bytes").DefValue)
-	case opts.DrainTimeout < 0:
-		return cli.Usagef("--drain-timeout %v: want a duration, or 0 for the default (%s)", opts.DrainTimeout, fs.Lookup("drain-timeout").DefValue)
+	}
+	if err := negativeLimit(fs, opts); err != nil {
+		return err
 	}
 	keysFromEnv(fs, &opts, getenv)
 	if opts.Upstream != "" {
@@ -228,6 +224,32 @@ func loopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// negativeLimit refuses the first negative limit among opts as bad usage
+// naming its flag: serve and its vLLM front put the default in place of
+// a negative limit (as of 0), without a word, where the user had asked
+// for a limit of their own.
+func negativeLimit(fs *pflag.FlagSet, opts serve.Options) error {
+	for _, l := range []struct {
+		flag, want string
+		neg        bool
+		val        any
+	}{
+		{"max-batch", "a sequence count", opts.MaxBatch < 0, opts.MaxBatch},
+		{"max-queue", "a sequence count", opts.MaxQueue < 0, opts.MaxQueue},
+		{"max-adapters", "a step count", opts.MaxAdapters < 0, opts.MaxAdapters},
+		{"max-tokens", "a token count", opts.MaxTokens < 0, opts.MaxTokens},
+		{"max-body-bytes", "a byte count", opts.MaxBodyBytes < 0, opts.MaxBodyBytes},
+		{"request-timeout", "a duration", opts.RequestTimeout < 0, opts.RequestTimeout},
+		{"drain-timeout", "a duration", opts.DrainTimeout < 0, opts.DrainTimeout},
+		{"poll-interval", "a duration", opts.PollInterval < 0, opts.PollInterval},
+	} {
+		if l.neg {
+			return cli.Usagef("--%s %v: want %s, or 0 for the default (%s)", l.flag, l.val, l.want, fs.Lookup(l.flag).DefValue)
+		}
+	}
+	return nil
 }
 
 // engineFlags are the flags that only the embedded engine reads, each with

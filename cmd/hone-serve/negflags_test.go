@@ -11,11 +11,13 @@ import (
 	"github.com/hone-rl/hone/cmd/internal/cli"
 )
 
-// TestNegativeLimitsRefused: a negative --max-body-bytes or --drain-timeout
-// is bad usage (exit 2) naming the flag, with --model and with
-// --upstream, as hone-collect proxy refuses its negative size limits. The
-// server started with the default in its place, without a word, where
-// the user had asked for a limit of their own.
+// TestNegativeLimitsRefused: a negative limit (--max-body-bytes,
+// --drain-timeout, --max-batch, --max-queue, --max-adapters, --max-tokens,
+// --request-timeout, --poll-interval) is bad usage (exit 2) naming the
+// flag, with --model and, for those --upstream reads, with --upstream, as
+// hone-collect proxy refuses its negative size limits. The server started
+// with the default in its place, without a word, where the user had asked
+// for a limit of their own.
 func TestNegativeLimitsRefused(t *testing.T) {
 	for _, tc := range []struct {
 		flag string
@@ -25,6 +27,14 @@ func TestNegativeLimitsRefused(t *testing.T) {
 		{"--max-body-bytes", []string{"--upstream", "http://127.0.0.1:1", "--max-body-bytes", "-1"}},
 		{"--drain-timeout", []string{"--model", "../../serve/testdata/tiny", "--threads", "1", "--drain-timeout", "-1s"}},
 		{"--drain-timeout", []string{"--upstream", "http://127.0.0.1:1", "--drain-timeout", "-5s"}},
+		{"--max-batch", []string{"--model", "../../serve/testdata/tiny", "--threads", "1", "--max-batch", "-1"}},
+		{"--max-queue", []string{"--model", "../../serve/testdata/tiny", "--threads", "1", "--max-queue", "-1"}},
+		{"--max-adapters", []string{"--model", "../../serve/testdata/tiny", "--threads", "1", "--max-adapters", "-1"}},
+		{"--max-adapters", []string{"--upstream", "http://127.0.0.1:1", "--max-adapters", "-3"}},
+		{"--max-tokens", []string{"--model", "../../serve/testdata/tiny", "--threads", "1", "--max-tokens", "-1"}},
+		{"--request-timeout", []string{"--model", "../../serve/testdata/tiny", "--threads", "1", "--request-timeout", "-1m"}},
+		{"--poll-interval", []string{"--model", "../../serve/testdata/tiny", "--threads", "1", "--poll-interval", "-1s"}},
+		{"--poll-interval", []string{"--upstream", "http://127.0.0.1:1", "--poll-interval", "-1s"}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			// A server that started instead is stopped at the deadline,

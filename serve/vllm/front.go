@@ -31,7 +31,7 @@ type Options struct {
 	KeepAdapters int           // versions kept loaded in vLLM per run (default 2)
 	Client       *http.Client  // for the LoRA calls and the proxied requests (default: a plain client)
 	APIKey       string        // clients must send "Authorization: Bearer <key>" on /v1 routes when set
-	MaxBodyBytes int64         // request body cap, 413 beyond (default 8 MiB)
+	MaxBodyBytes int64         // request body cap, 413 beyond (0: 8 MiB; negative: an error)
 	Log          *slog.Logger  // default: discard
 	Interval     time.Duration // Watch's poll interval (default 2s)
 	// CallTimeout bounds one LoRA load or unload call (default 2 min): a
@@ -99,7 +99,12 @@ func NewFront(o Options) (*Front, error) {
 	if o.Client == nil {
 		o.Client = &http.Client{}
 	}
-	if o.MaxBodyBytes <= 0 {
+	switch {
+	case o.MaxBodyBytes < 0:
+		// The default in its place would be a limit the caller did not
+		// ask for.
+		return nil, fmt.Errorf("vllm: MaxBodyBytes %d: want a byte count, or 0 for the default (8 MiB)", o.MaxBodyBytes)
+	case o.MaxBodyBytes == 0:
 		o.MaxBodyBytes = 8 << 20
 	}
 	if o.Log == nil {

@@ -510,6 +510,23 @@ func TestNewFrontChecksUpstream(t *testing.T) {
 	}
 }
 
+// TestNewFrontRefusesNegativeBodyCap: a library caller's negative
+// MaxBodyBytes is an error naming it, where it silently became the 8 MiB
+// default, a limit the caller had not asked for; 0 still means the
+// default.
+func TestNewFrontRefusesNegativeBodyCap(t *testing.T) {
+	if _, err := NewFront(Options{Upstream: "http://127.0.0.1:1", MaxBodyBytes: -1}); err == nil || !strings.Contains(err.Error(), "MaxBodyBytes") {
+		t.Errorf("NewFront with MaxBodyBytes -1: %v, want an error naming MaxBodyBytes", err)
+	}
+	f, err := NewFront(Options{Upstream: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatalf("NewFront with MaxBodyBytes 0: %v", err)
+	}
+	if f.o.MaxBodyBytes != 8<<20 {
+		t.Errorf("MaxBodyBytes 0 became %d, want the 8 MiB default", f.o.MaxBodyBytes)
+	}
+}
+
 // TestWatch: the poll loop loads a step that appears while it runs.
 func TestWatch(t *testing.T) {
 	fake, f, dir := newFixture(t, Options{Interval: 10 * time.Millisecond})

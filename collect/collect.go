@@ -471,7 +471,7 @@ func unreachable(o Options, model *Model, t *errorTally, groups, failed, succeed
 	if model == nil || model.answered.Load() {
 		return nil
 	}
-	where := o.Model.BaseURL
+	where := flagval.Shown(o.Model.BaseURL)
 	if where == "" {
 		where = "api.openai.com (no --base-url or $OPENAI_BASE_URL given)"
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/hone-rl/hone/format/chatmsg"
 	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/internal/flagval"
 	"github.com/hone-rl/hone/internal/retry"
 	"github.com/hone-rl/hone/internal/servedmodels"
 )
@@ -237,7 +238,7 @@ func (m *Model) firstCallStop(ce *callError) error {
 	}
 	if over := m.maxTokensOver(ce); over != "" {
 		return fmt.Errorf("%w: --max-tokens %d %s at %s, so every call is refused (%w); lower --max-tokens",
-			ErrMaxTokensOverCap, m.o.MaxTokens, over, orDefault(m.o.BaseURL, openAIBaseURL), ce)
+			ErrMaxTokensOverCap, m.o.MaxTokens, over, flagval.Shown(orDefault(m.o.BaseURL, openAIBaseURL)), ce)
 	}
 	return nil
 }
@@ -294,7 +295,7 @@ func missingModel(ce *callError) bool {
 // notFound is the error that stops a run at a call that failed for a
 // model the server does not serve.
 func (m *Model) notFound(ce *callError) error {
-	return fmt.Errorf("%w: %q at %s, %w", ErrModelNotFound, m.o.Model, orDefault(m.o.BaseURL, openAIBaseURL), ce)
+	return fmt.Errorf("%w: %q at %s, %w", ErrModelNotFound, m.o.Model, flagval.Shown(orDefault(m.o.BaseURL, openAIBaseURL)), ce)
 }
 
 // notFoundAdvice is err, notFound's error, with the models the server

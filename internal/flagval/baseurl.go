@@ -13,7 +13,23 @@ import (
 // what names the setting in the error.
 func BaseURL(what, s string) error {
 	if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%s %q: want an http(s)://host:port/v1 base URL", what, s)
+		return fmt.Errorf("%s %q: want an http(s)://host:port/v1 base URL", what, Shown(s))
 	}
 	return nil
+}
+
+// Shown is URL s as a message may print it: the password of its userinfo
+// (http://user:PASSWORD@host) masked, as net/http masks it in its own
+// errors, for stderr and logs are read by more people than the server's
+// password is given to. The user stays: it says who asked. A URL that
+// does not parse is s as it stands.
+func Shown(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return s
+	}
+	if _, ok := u.User.Password(); !ok {
+		return s // as given: String would respell its escapes
+	}
+	return u.Redacted()
 }

@@ -54,7 +54,8 @@ var ErrModelNotFound = errors.New("model not found")
 // own cap on max_tokens, or the model's context, which it alone fills)
 // before any call was answered: every other call asks for as many and
 // would be refused the same way. Its output holds nothing, so the caller
-// keeps none.
+// keeps none. The run's error matches it but says the limit itself (the
+// server's cap, or the model's context) in place of its text.
 var ErrMaxTokensOverCap = errors.New("--max-tokens over the server's cap")
 
 // ErrUnreachable is the failure of a run stopped, with no --max-failures

@@ -309,9 +309,9 @@ func TestMaxTokensOverCapStops(t *testing.T) {
 		name, body, want string
 	}{
 		{"openai completion cap", msg("max_tokens is too large: 100000. This model supports at most 16384 completion tokens, whereas you provided 100000."),
-			"--max-tokens 100000 is more than the server's cap of 16384"},
+			"--max-tokens over the server's cap: --max-tokens 100000 is more than the server's cap of 16384"},
 		{"vllm context", msg("'max_tokens' or 'max_completion_tokens' is too large: 100000. This model's maximum context length is 4096 tokens and your request has 30 input tokens (100000 > 4096 - 30). None"),
-			"--max-tokens 100000 leaves no room for a prompt in the model's context of 4096 tokens"},
+			"--max-tokens over the model's context: --max-tokens 100000 leaves no room for a prompt in the model's context of 4096 tokens"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			srv := httptest.NewServer(refuseAll(c.body))

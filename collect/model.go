@@ -236,12 +236,27 @@ func (m *Model) firstCallStop(ce *callError) error {
 	if missingModel(ce) {
 		return m.notFound(ce)
 	}
-	if over := m.maxTokensOver(ce); over != "" {
-		return fmt.Errorf("%w: --max-tokens %d %s at %s, so every call is refused (%w); lower --max-tokens",
-			ErrMaxTokensOverCap, m.o.MaxTokens, over, flagval.Shown(orDefault(m.o.BaseURL, openAIBaseURL)), ce)
+	if limit, over := m.maxTokensOver(ce); over != "" {
+		// Worded by the limit, not ErrMaxTokensOverCap's own text: "the
+		// server's cap" misnamed a model's context as the cause.
+		return &limitError{
+			msg: fmt.Sprintf("--max-tokens over %s: --max-tokens %d %s at %s, so every call is refused (%v); lower --max-tokens",
+				limit, m.o.MaxTokens, over, flagval.Shown(orDefault(m.o.BaseURL, openAIBaseURL)), ce),
+			errs: []error{ErrMaxTokensOverCap, ce},
+		}
 	}
 	return nil
 }
+
+// limitError is an error whose text is msg, matching each of errs
+// (errors.Is, errors.As) without saying their texts.
+type limitError struct {
+	msg  string
+	errs []error
+}
+
+func (e *limitError) Error() string   { return e.msg }
+func (e *limitError) Unwrap() []error { return e.errs }
 
 // The words of a 400 for a max_tokens over a cap of the server's, which
 // every request with it gets whatever its prompt: hone-serve's ("max_tokens=N
@@ -253,35 +268,35 @@ var tokenCapRE = []*regexp.Regexp{
 	regexp.MustCompile(`supports at most (\d+) completion tokens`),
 }
 
-// maxTokensOver says how --max-tokens is over one of the server's limits
-// when ce refuses it for one that no prompt changes: the server's cap on
-// max_tokens, or a model context (contextSizeRE) that the completion the
-// refusal names (completionSizeRE) alone fills, which leaves no room for
-// any prompt; "" when ce is no such refusal. The completion is the
+// maxTokensOver names the limit of the server's that --max-tokens is over,
+// and says how, when ce refuses it for one that no prompt changes: the
+// server's cap on max_tokens, or a model context (contextSizeRE) that the
+// completion the refusal names (completionSizeRE) alone fills, which
+// leaves no room for any prompt; over is "" when ce is no such refusal. The completion is the
 // refusal's, not --max-tokens: a server may clamp max_tokens first
 // (hone-serve to generation_config.json's max_new_tokens), and a
 // refusal that names no completion is of the prompt alone. Those depend
 // on the prompt, as a context refusal of a completion below the context
 // does, and on the turn: they stay an episode's (a cut after the first
 // turn).
-func (m *Model) maxTokensOver(ce *callError) string {
+func (m *Model) maxTokensOver(ce *callError) (limit, over string) {
 	if ce.status != http.StatusBadRequest || m.o.MaxTokens <= 0 {
-		return ""
+		return "", ""
 	}
 	if c := firstMatch(ce.msg, tokenCapRE); c != "" {
-		return "is more than the server's cap of " + c
+		return "the server's cap", "is more than the server's cap of " + c
 	}
 	if !ce.full {
-		return ""
+		return "", ""
 	}
 	n, err := strconv.Atoi(firstMatch(ce.msg, contextSizeRE))
 	if err != nil {
-		return ""
+		return "", ""
 	}
 	if c, err := strconv.Atoi(firstMatch(ce.msg, completionSizeRE)); err == nil && c >= n {
-		return fmt.Sprintf("leaves no room for a prompt in the model's context of %d tokens", n)
+		return "the model's context", fmt.Sprintf("leaves no room for a prompt in the model's context of %d tokens", n)
 	}
-	return ""
+	return "", ""
 }
 
 // missingModel reports whether a failed call says the model is not there:

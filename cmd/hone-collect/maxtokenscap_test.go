@@ -28,9 +28,12 @@ func TestMaxTokensOverServerCapStopsTheRun(t *testing.T) {
 	for _, c := range []struct {
 		name, base string
 		wants      []string
+		// The stop is worded by its cause: it began "over the server's
+		// cap" for the model's context too.
+		not string
 	}{
-		{"server cap", capped, []string{"--max-tokens 5000", "cap of 4096"}},
-		{"model context", uncapped, []string{"--max-tokens 5000", "context of 4096 tokens"}},
+		{"server cap", capped, []string{"--max-tokens over the server's cap: --max-tokens 5000", "cap of 4096"}, "context"},
+		{"model context", uncapped, []string{"--max-tokens over the model's context: --max-tokens 5000", "context of 4096 tokens"}, "server's cap"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out.parquet")
@@ -43,6 +46,9 @@ func TestMaxTokensOverServerCapStopsTheRun(t *testing.T) {
 				if !strings.Contains(r.stderr, w) {
 					t.Errorf("stderr lacks %q:\n%s", w, r.stderr)
 				}
+			}
+			if strings.Contains(r.stderr, c.not) {
+				t.Errorf("stderr says %q:\n%s", c.not, r.stderr)
 			}
 			if strings.Contains(r.stderr, " groups, ") {
 				t.Errorf("stderr has a summary of groups for a run that wrote nothing:\n%s", r.stderr)

@@ -255,9 +255,12 @@ func (s *Stats) countUnfinished(counts map[int]int, failed int) {
 // that succeeded, and says so when some failed; with none, it says that
 // instead of printing NaN.
 func (s Stats) String() string {
-	rate := 0.0
-	if s.Elapsed > 0 {
-		rate = float64(s.Episodes) / s.Elapsed.Seconds()
+	// The rate is of the episodes written; with none, "0.00 episodes/s"
+	// read as a run that played none, where it may have played some of
+	// groups that did not finish: it is left out.
+	rate := ""
+	if s.Episodes > 0 && s.Elapsed > 0 {
+		rate = fmt.Sprintf(", %.2f episodes/s", float64(s.Episodes)/s.Elapsed.Seconds())
 	}
 	var reward string
 	switch {
@@ -284,7 +287,7 @@ func (s Stats) String() string {
 		}
 		unfinished = fmt.Sprintf(" written, %d %s (%d failed) of groups not finished, not written,", s.Unfinished, noun, s.UnfinishedFailures)
 	}
-	return fmt.Sprintf("%d/%d groups, %d episodes (%d failed%s)%s in %.1fs, %.2f episodes/s, %s, %d tokens",
+	return fmt.Sprintf("%d/%d groups, %d episodes (%d failed%s)%s in %.1fs%s, %s, %d tokens",
 		s.Groups, s.Total, s.Episodes, s.Failures, cut, unfinished, s.Elapsed.Seconds(), rate, reward, s.Tokens)
 }
 

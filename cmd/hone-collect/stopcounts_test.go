@@ -13,7 +13,8 @@ import (
 // any group finished has its summary count the episode that failed. The
 // summary said "0/2 groups, 0 episodes (0 failed)" above "1 failed, more
 // than --max-failures 0 allows": its counts were of finished groups
-// alone, without a word.
+// alone, without a word. Nor does it give a rate of episodes, which
+// counts those written alone.
 func TestStopBeforeAnyGroupCountsTheFailure(t *testing.T) {
 	srv := openaitest.New(func(openaitest.Request) openaitest.Reply { return openaitest.Reply{Content: "16"} })
 	defer srv.Close()
@@ -34,5 +35,10 @@ func TestStopBeforeAnyGroupCountsTheFailure(t *testing.T) {
 	sum := regexp.MustCompile(`(?m)^hone-collect: 0/2 groups, .*$`).FindString(r.stderr)
 	if !strings.Contains(sum, "0 episodes (0 failed) written") || !strings.Contains(sum, "1 episode (1 failed) of groups not finished, not written") {
 		t.Errorf("summary %q does not count the failed episode of the unfinished group:\n%s", sum, r.stderr)
+	}
+	// The rate was of written episodes: "0.00 episodes/s" for a run
+	// whose episodes ran, none written.
+	if strings.Contains(sum, "episodes/s") {
+		t.Errorf("summary %q gives a rate of episodes for a run that wrote none", sum)
 	}
 }

@@ -72,10 +72,10 @@ exactly as written here; anything else, vLLM's adapter routes included, is
 Exit codes: 0 drained after SIGINT/SIGTERM, 130 when with --model requests
 were still in flight at --drain-timeout (they are failed with 503, and a
 warning says how many; a model step stuck in the backend is given up 5s
-later, and the process exits all the same), 1 failure, 2 bad usage or a
-missing or broken model folder, one whose chat template does not compile or
-fails the load-time check (a small conversation rendered within the
-template limits) included.
+later, and the process exits all the same), 1 failure, 2 bad usage, an
+--adapters bucket that does not exist, or a missing or broken model folder,
+one whose chat template does not compile or fails the load-time check (a
+small conversation rendered within the template limits) included.
 
 Flags:
 `

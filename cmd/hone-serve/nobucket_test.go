@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -36,5 +38,21 @@ func TestAdaptersMissingBucketExits2(t *testing.T) {
 	}
 	if names, _ := os.ReadDir(tmp); len(names) > 0 {
 		t.Errorf("%d entries stay in $TMPDIR, first %s", len(names), names[0].Name())
+	}
+}
+
+// TestHelpExitCodesNameMissingBucket: --help's exit codes name every bad
+// input that exits 2; the missing --adapters bucket (288860c) was said
+// above them only, and a reader of the list took its exit 2 for a usage
+// error.
+func TestHelpExitCodesNameMissingBucket(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"--help"}, noEnv, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	_, codes, ok := strings.Cut(out.String(), "Exit codes:")
+	codes, _, _ = strings.Cut(codes, "\n\n")
+	if !ok || !strings.Contains(strings.Join(strings.Fields(codes), " "), "--adapters bucket that does not exist") {
+		t.Errorf("--help's exit codes do not name the missing --adapters bucket:\n%s", codes)
 	}
 }

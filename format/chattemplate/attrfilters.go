@@ -120,8 +120,8 @@ func testItems(engine jinja.Value, values, args []jinja.Value, kwargs map[string
 		// truthy is the engine's selectattr's word for no test.
 		return nil, fmt.Errorf("TemplateRuntimeError: No test named %s.", reprOf(args[0]))
 	}
-	if call := ownTest(args[0].AsString()); call != "" {
-		test := pyCallables()[call].AsCallable().Fn
+	if call, own := ownTestCallable(args[0].AsString()); call != "" {
+		test := own.AsCallable().Fn
 		for i, v := range values {
 			r, err := test(append([]jinja.Value{v}, args[1:]...), kwargs)
 			if err != nil {

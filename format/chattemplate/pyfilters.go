@@ -53,10 +53,7 @@ func pyCallables() map[string]jinja.Value {
 		maxName:         jinja.NewCallable("max", extremeFilter(true)),
 		sumName:         jinja.NewCallable("sum", sumFilter),
 		unpackName:      jinja.NewCallable("unpack", unpack),
-		divisiblebyName: jinja.NewCallable("divisibleby", pyDivisibleby),
 		badCallName:     jinja.NewCallable("badcall", badCall),
-		oddName:         jinja.NewCallable("odd", pyParity("odd", 1)),
-		evenName:        jinja.NewCallable("even", pyParity("even", 0)),
 		negName:         jinja.NewCallable("-", pyUnary("-")),
 		posName:         jinja.NewCallable("+", pyUnary("+")),
 		definedName:     jinja.NewCallable("defined", pyDefined),
@@ -66,6 +63,11 @@ func pyCallables() map[string]jinja.Value {
 		unsetName:       unsetValue(),
 	}
 	maps.Copy(calls, rareNameCallables())
+	for name := range jinja2Tests {
+		if call, test := ownTestCallable(name); call != "" {
+			calls[call] = test
+		}
+	}
 	return calls
 }
 

@@ -822,25 +822,8 @@ func (p *opParser) test(operand string) (string, bool) {
 // or "". `x is name` calls it (test), and so do select and reject given
 // the name as a string (testItems).
 func ownTest(name string) string {
-	switch name {
-	case "odd":
-		return oddName
-	case "even":
-		return evenName
-	case "divisibleby":
-		return divisiblebyName
-	case "escaped":
-		return escapedName
-	case "filter":
-		return isFilterName
-	case "test":
-		return isTestName
-	case "sequence":
-		return sequenceName
-	case "iterable":
-		return isIterName
-	}
-	return ""
+	call, _ := ownTestCallable(name)
+	return call
 }
 
 // list parses the items up to closer (already past the opener): call

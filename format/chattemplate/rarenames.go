@@ -25,20 +25,42 @@ const (
 	isIterName   = "__hone_is_iterable"
 )
 
-// rareNameCallables are the callables of this file as template variables.
+// rareNameCallables are the callables of this file as template variables;
+// its tests are bound by ownTestCallable.
 func rareNameCallables() map[string]jinja.Value {
 	return map[string]jinja.Value{
 		centerName: jinja.NewCallable("center", centerFilter),
+	}
+}
+
+// ownTestCallable is ownTest's variable for the test name and our test
+// bound to it, or "" and Undefined. pyCallables takes its tests from here,
+// and testItems takes the one a select names, which building pyCallables
+// for would construct every filter at each call.
+func ownTestCallable(name string) (string, jinja.Value) {
+	switch name {
+	case "odd":
+		return oddName, jinja.NewCallable("odd", pyParity("odd", 1))
+	case "even":
+		return evenName, jinja.NewCallable("even", pyParity("even", 0))
+	case "divisibleby":
+		return divisiblebyName, jinja.NewCallable("divisibleby", pyDivisibleby)
+	case "escaped":
 		// Nothing is markup here (no autoescape, no Markup values), so no
 		// value has __html__.
-		escapedName: jinja.NewCallable("escaped", func([]jinja.Value, map[string]jinja.Value) (jinja.Value, error) {
+		return escapedName, jinja.NewCallable("escaped", func([]jinja.Value, map[string]jinja.Value) (jinja.Value, error) {
 			return jinja.NewBool(false), nil
-		}),
-		isFilterName: jinja.NewCallable("filter", nameIn(jinja2Filters)),
-		isTestName:   jinja.NewCallable("test", nameIn(jinja2Tests)),
-		sequenceName: jinja.NewCallable("sequence", isSequence),
-		isIterName:   jinja.NewCallable("iterable", isIterable),
+		})
+	case "filter":
+		return isFilterName, jinja.NewCallable("filter", nameIn(jinja2Filters))
+	case "test":
+		return isTestName, jinja.NewCallable("test", nameIn(jinja2Tests))
+	case "sequence":
+		return sequenceName, jinja.NewCallable("sequence", isSequence)
+	case "iterable":
+		return isIterName, jinja.NewCallable("iterable", isIterable)
 	}
+	return "", jinja.Undefined()
 }
 
 // isSequence is jinja2's sequence test, whether Python's len() and []

@@ -1,6 +1,10 @@
 package chattemplate
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/ardanlabs/jinja"
+)
 
 // TestSelectByTestName: a test named as a string to select, reject,
 // selectattr and rejectattr is the test `is` gives, jinja2's: the
@@ -28,4 +32,24 @@ func TestSelectByTestName(t *testing.T) {
 		{"{{ [1]|select('nosuch')|list }}", "error:nosuch"},
 		{"{{ [1]|select('truthy')|list }}", "error:No test named 'truthy'"},
 	})
+}
+
+// A select given one of our tests by name takes that test alone: it built
+// every callable of pyCallables for each call, twice the allocations of a
+// select the engine's tests answer, in every turn of a template's loop.
+// A call costs fewer allocations than pyCallables has callables, which
+// building the table cannot.
+func TestSelectByOwnTestBuildsItAlone(t *testing.T) {
+	calls := pyCallables()
+	sel := calls[selectName].AsCallable().Fn
+	args := []jinja.Value{jinja.NewList([]jinja.Value{jinja.NewInt(1), jinja.NewInt(2)}), calls[listName], jinja.NewString("odd")}
+	allocs := testing.AllocsPerRun(20, func() {
+		got, err := sel(args, nil)
+		if err != nil || got.AsList().Len() != 1 {
+			t.Fatalf("got %v %v, want [1]", got, err)
+		}
+	})
+	if allocs >= float64(len(calls)) {
+		t.Errorf("select('odd'): %.0f allocations a call, want fewer than pyCallables' %d", allocs, len(calls))
+	}
 }

@@ -453,6 +453,8 @@ func (m *Model) once(ctx context.Context, body []byte) (trajectory.Message, erro
 	err := m.client.Post(callCtx, "chat/completions", body, &c)
 	latency := time.Since(start)
 	if err != nil {
+		// openai-go returns the client's *url.Error as it is.
+		err = flagval.ShownErr(err)
 		var apiErr *openai.Error
 		switch {
 		case errors.As(err, &apiErr):

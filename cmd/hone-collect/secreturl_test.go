@@ -43,3 +43,32 @@ func TestBaseURLPasswordMasked(t *testing.T) {
 		})
 	}
 }
+
+// TestBaseURLTokenMasked: a --base-url whose userinfo is a user alone
+// carries a token (http://sk-TOKEN@host/v1), which hone-collect printed
+// whole: in the stop at a model not found, and in each failed episode's
+// warning and the stop at an unreachable server, through net/http's
+// error, which masks a password only. The token is masked everywhere.
+func TestBaseURLTokenMasked(t *testing.T) {
+	const token = "sk-t0k3n"
+	base := startServe(t)
+	for _, c := range []struct{ name, base, model string }{
+		{"model not found", strings.Replace(base, "http://", "http://"+token+"@", 1), "no-such-model"},
+		{"connection refused", "http://" + token + "@127.0.0.1:1/v1", "tiny"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out.parquet")
+			r := collectBin(t, "--env", "guess", "--groups", "1", "-G", "2", "--concurrency", "1", "--model", c.model,
+				"--base-url", c.base, "--max-tokens", "4", "--retries", "0", "-o", out)
+			if r.code != 1 {
+				t.Fatalf("exit %d, want 1: %s", r.code, r.stderr)
+			}
+			if strings.Contains(r.stderr, token) || strings.Contains(r.stdout, token) {
+				t.Errorf("output shows the token:\n%s%s", r.stdout, r.stderr)
+			}
+			if !strings.Contains(r.stderr, "xxxxx@") {
+				t.Errorf("stderr does not show the URL, its token masked:\n%s", r.stderr)
+			}
+		})
+	}
+}

@@ -472,7 +472,9 @@ func buildJudge(ctx context.Context, opts Options, log *slog.Logger, files *file
 		if shown == "" {
 			shown = judge.OpenAIBaseURL // where an empty base URL sends the calls
 		}
-		log.Info("judge", "model", opts.JudgeModel, "base_url", shown, "api_key_set", key != "")
+		// Masked (flagval.Shown): a password or token in the URL's userinfo
+		// would be in every run's stderr.
+		log.Info("judge", "model", opts.JudgeModel, "base_url", flagval.Shown(shown), "api_key_set", key != "")
 		if key == "" && isOpenAI(shown) {
 			// OpenAI answers every call 401 without one; said now, before
 			// the first group waits for that answer.

@@ -14,6 +14,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 
+	"github.com/hone-rl/hone/internal/flagval"
 	"github.com/hone-rl/hone/internal/retry"
 	"github.com/hone-rl/hone/internal/servedmodels"
 )
@@ -261,6 +262,8 @@ func (o *OpenAI) contextHint() string {
 // by its status and its body's code (retry.Label: logits_not_finite,
 // model_not_found, as collect's model calls do) and the server's message.
 func classify(err error, callCtx context.Context, timeout time.Duration, usage Usage, model, contextHint string) error {
+	// A transport error names the URL: its token user masked (ShownErr).
+	err = flagval.ShownErr(err)
 	var apiErr *openai.Error
 	switch {
 	case errors.As(err, &apiErr):
@@ -284,7 +287,9 @@ func classify(err error, callCtx context.Context, timeout time.Duration, usage U
 		}
 		where := "the judge"
 		if apiErr.Request != nil && apiErr.Request.URL != nil {
-			where = apiErr.Request.URL.Redacted()
+			// Shown, not Redacted: a token given as the userinfo's user is
+			// masked too.
+			where = flagval.Shown(apiErr.Request.URL.String())
 		}
 		return &Error{Kind: "http", Retryable: retry.Answer(status, apiErr.Code), Status: status, Usage: usage, RetryAfter: serverWait(apiErr.Response),
 			Err: fmt.Errorf("%s from %s: %s", retry.Label(status, apiErr.Code), where, msg)}

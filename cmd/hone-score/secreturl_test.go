@@ -1,0 +1,51 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/score/judge/judgetest"
+)
+
+// TestJudgeBaseURLSecretMasked: hone-score logged its judge's
+// --judge-base-url as given at the start of every run, a password or a
+// token in its userinfo included, and a judge's error answer named a
+// token user whole, as did the error of a judge unreachable (net/http
+// masks a password only). stderr ends up in CI logs; both are masked now.
+func TestJudgeBaseURLSecretMasked(t *testing.T) {
+	const secret = "s3cr3tpw"
+	srv := judgetest.NewServer(t, judgetest.KeywordJudge("WIN"))
+	refusing := judgetest.NewServer(t, func(int, judgetest.Request) judgetest.Reply { return judgetest.Reply{Status: 400} })
+	for _, c := range []struct {
+		name, userinfo string
+		judge          *judgetest.Server
+		code           int
+	}{
+		{"password", "hone:" + secret, srv, 0},
+		{"token", secret, srv, 0},
+		{"token, judge refuses", secret, refusing, 1},
+		{"token, judge unreachable", secret, nil, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			in := scenario(t, dir, "in.parquet", 0, 1, 2)
+			base := "http://127.0.0.1:1/v1" // nothing listens on port 1
+			if c.judge != nil {
+				base = c.judge.BaseURL()
+			}
+			base = strings.Replace(base, "http://", "http://"+c.userinfo+"@", 1)
+			r := runBin(t, nil, nil, "-o", filepath.Join(dir, "out.parquet"), "--judge-base-url", base, "--judge-model", "m",
+				"--no-judge-cache", "--judge-retries", "0", "--scorer", "ruler", in)
+			if r.code != c.code {
+				t.Fatalf("exit %d, want %d:\n%s", r.code, c.code, r.stderr)
+			}
+			if strings.Contains(r.stderr, secret) || strings.Contains(r.stdout, secret) {
+				t.Errorf("output shows the secret:\n%s%s", r.stdout, r.stderr)
+			}
+			if !strings.Contains(r.stderr, "xxxxx@") {
+				t.Errorf("stderr does not show the judge's URL, masked:\n%s", r.stderr)
+			}
+		})
+	}
+}

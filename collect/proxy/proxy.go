@@ -525,7 +525,8 @@ func (p *Proxy) send(w http.ResponseWriter, r *http.Request, body []byte) (*http
 	}
 	resp, err := p.client.Do(req)
 	if err != nil {
-		httpError(w, http.StatusBadGateway, "upstream: "+err.Error())
+		// The answer ends in the agent's logs: a token user masked (ShownErr).
+		httpError(w, http.StatusBadGateway, "upstream: "+flagval.ShownErr(err).Error())
 		return nil, false
 	}
 	return resp, true
@@ -1332,7 +1333,7 @@ func refuseSelf(ctx context.Context, o Options, bound net.Addr) error {
 				from = "--upstream"
 			}
 			return stageerr.Usagef("proxy: upstream %s (%s) is this proxy itself, listening on %s: every request would be forwarded back to it; give --upstream the server's URL (hone-serve, vLLM), e.g. --upstream http://127.0.0.1:8000/v1",
-				o.Upstream, from, bound)
+				flagval.Shown(o.Upstream), from, bound)
 		}
 	}
 	return nil
@@ -1368,7 +1369,8 @@ func Run(ctx context.Context, o Options) error {
 	if o.OnListen != nil {
 		o.OnListen(ln.Addr().String())
 	}
-	p.o.Log.Info("hone-collect proxy listening", "addr", ln.Addr().String(), "upstream", o.Upstream)
+	// Masked: a password or token in the userinfo would be in every run's log.
+	p.o.Log.Info("hone-collect proxy listening", "addr", ln.Addr().String(), "upstream", flagval.Shown(o.Upstream))
 	srv := &http.Server{Handler: p}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -90,7 +90,7 @@ func NewFront(o Options) (*Front, error) {
 	}
 	u, err := url.Parse(strings.TrimRight(o.Upstream, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("vllm: upstream %q: want http(s)://host:port", o.Upstream)
+		return nil, fmt.Errorf("vllm: upstream %q: want http(s)://host:port", shown(o.Upstream))
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/v1")
 	if o.KeepAdapters <= 0 {

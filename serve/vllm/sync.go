@@ -464,7 +464,7 @@ func (f *Front) call(ctx context.Context, path string, body any) error {
 	}
 	resp, err := f.o.Client.Do(req)
 	if err != nil {
-		return err
+		return shownErr(err) // net/http masks a password, not a token user
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -47,5 +49,42 @@ func TestJudgeBaseURLSecretMasked(t *testing.T) {
 				t.Errorf("stderr does not show the judge's URL, masked:\n%s", r.stderr)
 			}
 		})
+	}
+}
+
+// TestJudgeCacheEntryMasksSecret: each judge-cache entry records the
+// judge's base URL for people reading the cache, and recorded it as
+// given: a password or token in its userinfo was in every entry file, in
+// a cache folder or bucket that others read. The entry names it masked;
+// its key, a hash, still tells the servers apart.
+func TestJudgeCacheEntryMasksSecret(t *testing.T) {
+	const secret = "s3cr3tpw"
+	srv := judgetest.NewServer(t, judgetest.KeywordJudge("WIN"))
+	dir := t.TempDir()
+	in := scenario(t, dir, "in.parquet", 0, 1, 2)
+	cache := filepath.Join(dir, "cache")
+	base := strings.Replace(srv.BaseURL(), "http://", "http://hone:"+secret+"@", 1)
+	r := runBin(t, nil, nil, "-o", filepath.Join(dir, "out.parquet"), "--judge-base-url", base, "--judge-model", "m",
+		"--judge-cache", cache, "--scorer", "ruler", in)
+	if r.code != 0 {
+		t.Fatalf("exit %d, want 0:\n%s", r.code, r.stderr)
+	}
+	var entries int
+	err := filepath.WalkDir(cache, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		entries++
+		if strings.Contains(string(b), secret) || !strings.Contains(string(b), "hone:xxxxx@") {
+			t.Errorf("%s does not name the judge's URL, masked: %s", path, b)
+		}
+		return nil
+	})
+	if err != nil || entries == 0 {
+		t.Fatalf("cache %s: %d entries (%v), want one", cache, entries, err)
 	}
 }

@@ -64,3 +64,29 @@ func pyEqual(a, b jinja.Value) bool {
 	}
 	return a.Equals(b)
 }
+
+// loopItemName is the variable loopItem is passed as: pyOps rewrites
+// loop.previtem or loop.nextitem that another read follows
+// (loop.previtem.role, loop.nextitem['x']) to __hone_loop_item(loop.previtem,
+// 'previtem').role.
+const loopItemName = "__hone_loop_item"
+
+// loopItemNames maps loop's item attributes to the missing item jinja2's
+// UndefinedError names.
+var loopItemNames = map[string]string{"previtem": "previous", "nextitem": "next"}
+
+// loopItem gives loop.previtem or loop.nextitem (its first argument; its
+// second is which) back, or jinja2's UndefinedError "there is no previous
+// item" where it is undefined, at the loop's first or last item: jinja2's
+// Undefined there prints "" but raises on an attribute or item of it,
+// where the engine read "" and a template reading loop.previtem.role
+// unguarded rendered.
+func loopItem(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) != 2 || !args[1].IsString() {
+		return jinja.Undefined(), fmt.Errorf("loop item check: takes the item and its attribute's name, got %d arguments", len(args))
+	}
+	if args[0].IsUndefined() {
+		return jinja.Undefined(), fmt.Errorf("UndefinedError: there is no %s item", loopItemNames[args[1].AsString()])
+	}
+	return args[0], nil
+}

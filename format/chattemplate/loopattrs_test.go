@@ -21,3 +21,26 @@ func TestLoopDepthAndChanged(t *testing.T) {
 		{"{% for a in [1] %}{{ loop.changed(x=1) }}{% endfor %}", "error:unexpected keyword argument 'x'"},
 	})
 }
+
+// TestLoopPrevNextItemAtTheEnds: loop.previtem at a loop's first item and
+// loop.nextitem at its last are jinja2's Undefined, which prints "" and
+// tests undefined but raises UndefinedError on an attribute or item of it
+// ("there is no previous item"); the engine read an attribute of it as ""
+// and went on, so a template reading loop.previtem.role unguarded
+// rendered where jinja2 fails. Guarded reads render as before. The wants
+// are jinja2 3.1.6's, set up as testdata/templates/py/check_jinja2.py
+// sets it up (transformers' settings).
+func TestLoopPrevNextItemAtTheEnds(t *testing.T) {
+	const ms = "{% for m in [{'role': 'u'}, {'role': 'a'}] %}"
+	renderEach(t, []struct{ src, want string }{
+		{ms + "{{ loop.previtem.role }}{% endfor %}", "error:UndefinedError: there is no previous item"},
+		{ms + "{{ loop.nextitem.role }}{% endfor %}", "error:UndefinedError: there is no next item"},
+		{ms + "{{ loop.previtem['role'] }}{% endfor %}", "error:there is no previous item"},
+		{ms + "{{ loop.previtem.role is defined }}{% endfor %}", "error:there is no previous item"},
+		{ms + "[{{ loop.previtem }}|{{ loop.nextitem }}]{% endfor %}", "[|{'role': 'a'}][{'role': 'u'}|]"},
+		{ms + "{{ loop.previtem is defined }}{{ loop.nextitem is none }}{% endfor %}", "FalseFalseTrueFalse"},
+		{ms + "{% if loop.previtem and loop.previtem.role == 'u' %}x{% endif %}{% endfor %}", "x"},
+		{ms + "{% if not loop.first %}{{ loop.previtem.role }}{% endif %}{% if not loop.last %}{{ loop.nextitem['role'] }}{% endif %}{% endfor %}", "au"},
+		{ms + "{{ loop.previtem|default('d') }}{% endfor %}", "d{'role': 'u'}"},
+	})
+}

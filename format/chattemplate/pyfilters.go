@@ -59,6 +59,7 @@ func pyCallables() map[string]jinja.Value {
 		definedName:     jinja.NewCallable("defined", pyDefined),
 		nameDefinedName: jinja.NewCallable("defined", pyNameDefined),
 		memberName:      jinja.NewCallable("member", pyMember),
+		loopItemName:    jinja.NewCallable("loopitem", loopItem),
 		starName:        jinja.NewCallable("star", pyStar),
 		unsetName:       unsetValue(),
 	}

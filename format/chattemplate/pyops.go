@@ -671,8 +671,15 @@ func (p *opParser) postfix() opNode {
 			if p.kindIs('a') && !unwrapped {
 				key = "'" + p.code[p.toks[p.pos].from:p.toks[p.pos].to] + "'"
 			}
+			attr := p.code[p.toks[p.pos].from:p.toks[p.pos].to]
 			p.pos++
 			kids = p.member(from, at, kids, len(kids), key)
+			if atom == "loop" && !more && loopItemNames[attr] != "" && (p.is(0, ".") || p.is(0, "[")) {
+				// loop.previtem.x: checked as member checks a read (see
+				// loopItemName), which loop's reads are not.
+				read := p.join(from, p.end(), kids...)
+				kids = []opNode{{from: from, to: p.end(), text: loopItemName + "(" + p.str(read) + ", '" + attr + "')"}}
+			}
 		case p.is(0, "["):
 			at := p.from()
 			p.pos++

@@ -12,9 +12,9 @@ import (
 // jinja2's center filter and its escaped, filter and test tests, which
 // the engine has not: the load check (names.go) accepts them as jinja2's,
 // and the rendering failed with "unknown filter" or "unknown test". Its
-// sequence and iterable tests, which the engine has but answers otherwise
-// (isSequence, isIterable), are ours too. pyops.go rewrites the tests to
-// calls of ours, renameFilters the filter.
+// sequence, iterable and number tests, which the engine has but answers
+// otherwise (isSequence, isIterable, isNumber), are ours too. pyops.go
+// rewrites the tests to calls of ours, renameFilters the filter.
 
 const (
 	centerName   = "__hone_center"
@@ -23,6 +23,7 @@ const (
 	isTestName   = "__hone_is_test"
 	sequenceName = "__hone_is_sequence"
 	isIterName   = "__hone_is_iterable"
+	isNumberName = "__hone_is_number"
 )
 
 // rareNameCallables are the callables of this file as template variables;
@@ -59,6 +60,8 @@ func ownTestCallable(name string) (string, jinja.Value) {
 		return sequenceName, jinja.NewCallable("sequence", isSequence)
 	case "iterable":
 		return isIterName, jinja.NewCallable("iterable", isIterable)
+	case "number":
+		return isNumberName, jinja.NewCallable("number", isNumber)
 	}
 	return "", jinja.Undefined()
 }
@@ -75,6 +78,17 @@ func isSequence(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, erro
 	v := args[0]
 	ok := v.IsString() || v.IsList() || v.IsUndefined() || (v.IsDict() && !isEngineLoop(v.AsDict()))
 	return jinja.NewBool(ok), nil
+}
+
+// isNumber is jinja2's number test, isinstance(value, Number): true of
+// ints, floats and bools (Python's bool is an int), where the engine's
+// test left bools out.
+func isNumber(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) != 1 {
+		return jinja.Undefined(), fmt.Errorf("number test: takes one value, got %d", len(args))
+	}
+	v := args[0]
+	return jinja.NewBool(v.IsInt() || v.IsFloat() || v.IsBool()), nil
 }
 
 // isIterable is jinja2's iterable test: the engine's, and true of

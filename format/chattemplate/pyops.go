@@ -791,7 +791,8 @@ func (p *opParser) filters(n opNode) opNode {
 // the test as the engine reads it: its argument in parentheses. jinja2
 // takes a single argument without parentheses when the next token begins
 // a primary other than else, or and and. divisibleby, which the engine
-// does not have, becomes a call of ours.
+// does not have, and sameas, which it answers by equality, become calls of
+// ours with their argument; the other tests of ours take none.
 func (p *opParser) test(operand string) (string, bool) {
 	p.pos++ // is
 	neg := ""
@@ -815,7 +816,7 @@ func (p *opParser) test(operand string) (string, bool) {
 	case p.kindIs('s') || p.kindIs('n') || (p.kindIs('a') && !p.word()) || p.is(0, "[") || p.is(0, "{"):
 		args = "(" + p.str(p.postfix()) + ")"
 	}
-	if call := ownTest(name); call != "" && (args == "" || name == "divisibleby") {
+	if call := ownTest(name); call != "" && (args == "" || name == "divisibleby" || name == "sameas") {
 		if args == "" {
 			return "(" + neg + call + "(" + operand + "))", !p.failed
 		}

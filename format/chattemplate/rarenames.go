@@ -12,8 +12,9 @@ import (
 // jinja2's center filter and its escaped, filter and test tests, which
 // the engine has not: the load check (names.go) accepts them as jinja2's,
 // and the rendering failed with "unknown filter" or "unknown test". Its
-// sequence, iterable and number tests, which the engine has but answers
-// otherwise (isSequence, isIterable, isNumber), are ours too. pyops.go
+// sequence, iterable, number and sameas tests, which the engine has but
+// answers otherwise (isSequence, isIterable, isNumber, isSameas), are ours
+// too. pyops.go
 // rewrites the tests to calls of ours, renameFilters the filter.
 
 const (
@@ -24,6 +25,7 @@ const (
 	sequenceName = "__hone_is_sequence"
 	isIterName   = "__hone_is_iterable"
 	isNumberName = "__hone_is_number"
+	sameasName   = "__hone_is_sameas"
 )
 
 // rareNameCallables are the callables of this file as template variables;
@@ -62,6 +64,8 @@ func ownTestCallable(name string) (string, jinja.Value) {
 		return isIterName, jinja.NewCallable("iterable", isIterable)
 	case "number":
 		return isNumberName, jinja.NewCallable("number", isNumber)
+	case "sameas":
+		return sameasName, jinja.NewCallable("sameas", isSameas)
 	}
 	return "", jinja.Undefined()
 }
@@ -89,6 +93,34 @@ func isNumber(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error)
 	}
 	v := args[0]
 	return jinja.NewBool(v.IsInt() || v.IsFloat() || v.IsBool()), nil
+}
+
+// isSameas is jinja2's sameas test, Python's value is other: a list or
+// a dict is the same only as itself (the engine's object, which a read
+// gives back as it is), an undefined value is a new one at each read and
+// so never the same, and any other value the same as an equal one of its
+// own Python type (1 is not True). The engine's test compared by
+// equality, so [1] is sameas [1] and 1 is sameas true held. Python caches
+// only small ints and one-letter strings, so two equal literals of a
+// larger int or longer string may not be the same there; a value read
+// twice, what a template tests, is.
+func isSameas(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	switch {
+	case len(args) == 1:
+		return jinja.Undefined(), errors.New("TypeError: test_sameas() missing 1 required positional argument: 'other'")
+	case len(args) != 2:
+		return jinja.Undefined(), fmt.Errorf("TypeError: test_sameas() takes 2 positional arguments but %d were given", len(args))
+	}
+	a, b := args[0], args[1]
+	switch {
+	case a.IsUndefined() || b.IsUndefined():
+		return jinja.NewBool(false), nil
+	case a.IsList() || b.IsList():
+		return jinja.NewBool(a.IsList() && b.IsList() && a.AsList() == b.AsList()), nil
+	case a.IsDict() || b.IsDict():
+		return jinja.NewBool(a.IsDict() && b.IsDict() && a.AsDict() == b.AsDict()), nil
+	}
+	return jinja.NewBool(pyTypeName(a) == pyTypeName(b) && a.Equals(b)), nil
 }
 
 // isIterable is jinja2's iterable test: the engine's, and true of

@@ -35,7 +35,7 @@ func TestSplatFilterCallRefused(t *testing.T) {
 		"{{ ['a', 'b']|join(*[',']) }}",
 		"{{ ['a', 'b'] | join (*[',']) }}",
 		"{{ 6 is eq(*[6]) }}",
-		"{{ 6 is not sameas(*[3]) }}",
+		"{{ 6 is not ne(*[3]) }}",
 		"{% if 6 is   eq(*[3]) %}x{% endif %}",
 	} {
 		if _, err := New(src, nil); !errors.Is(err, ErrBadTemplate) {

@@ -2,6 +2,7 @@ package chattemplate
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/ardanlabs/jinja"
@@ -230,6 +231,14 @@ func macroCalls(code string, sigs map[string]macroSig) string {
 		if ok && j < len(code) && code[j] == '(' && !filterOrTest(code[:k]) {
 			end = closeParen(code, j)
 		}
+		if ok && strings.HasPrefix(code[j:], "|"+splatName+"(") {
+			// A call with *args or **kwargs (splatCalls rewrote it
+			// first): what they spread is known only when the call
+			// runs, so the macro is called through checkedMacro.
+			fmt.Fprintf(&b, "%s(%s, %q, [%s], %t)", checkedMacroName, name, name, quotedList(sig.params), sig.caller)
+			i = k
+			continue
+		}
 		if end < 0 {
 			b.WriteString(name)
 			i = k
@@ -250,8 +259,58 @@ func macroCalls(code string, sigs map[string]macroSig) string {
 	return b.String()
 }
 
+// checkedMacroName is the variable checkedMacro is passed as: macroCalls
+// rewrites a call with *args or **kwargs of a macro in sigs, m(*xs),
+// which splatCalls made m|__hone_splat(xs), to
+// __hone_checked_macro(m, "m", ['a', 'b'], false)|__hone_splat(xs).
+const checkedMacroName = "__hone_checked_macro"
+
+// quotedList is params as the items of a template's list of strings;
+// they are macro parameters, identifiers, so need no escaping.
+func quotedList(params []string) string {
+	q := make([]string, len(params))
+	for i, p := range params {
+		q[i] = "'" + p + "'"
+	}
+	return strings.Join(q, ", ")
+}
+
+// checkedMacro is __hone_checked_macro: the callee m, the macro's name,
+// its parameters and whether it reads caller. It gives back a callable
+// that checks the arguments the call spread, as jinja2's macro does, and
+// fails with jinja2's TypeError (sig.refusal) where the engine's macro
+// dropped what it has no parameter for; the arguments it takes go on to
+// m. Anything else the name holds when the call runs is given back as it
+// is, to be called as the engine would call it.
+func checkedMacro(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) != 4 || !args[1].IsString() || !args[2].IsList() || !args[3].IsBool() {
+		return jinja.Undefined(), fmt.Errorf("%s: want the callee, its name, its parameters and whether it reads caller", checkedMacroName)
+	}
+	fn, name := args[0], args[1].AsString()
+	if !fn.IsCallable() || fn.AsCallable().Name != name {
+		return fn, nil
+	}
+	sig := macroSig{caller: args[3].AsBool()}
+	for _, p := range args[2].AsList().Items {
+		sig.params = append(sig.params, p.AsString())
+	}
+	call := fn.AsCallable().Fn
+	return jinja.NewCallable(name, func(pos []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+		kws := make([]string, 0, len(kwargs))
+		for k := range kwargs {
+			kws = append(kws, k)
+		}
+		slices.Sort(kws) // jinja2 names the first it finds; ours is one of them, the same each run
+		if msg := sig.refusal(name, len(pos), kws); msg != "" {
+			return jinja.Undefined(), fmt.Errorf("TypeError: %s", msg)
+		}
+		return call(pos, kwargs)
+	}), nil
+}
+
 // callRefusal is sig.refusal for a call's argument text; "" for a call
-// with *args or **kwargs, whose arguments are not known here.
+// with *args or **kwargs, whose arguments are not known here (macroCalls
+// has them checked when the call runs: checkedMacro).
 func callRefusal(name string, sig macroSig, args string) string {
 	if strings.TrimSpace(args) == "" {
 		return sig.refusal(name, 0, nil)

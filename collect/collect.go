@@ -13,6 +13,8 @@ import (
 	"maps"
 	"math"
 	"math/big"
+	"net"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,8 +62,8 @@ var ErrMaxTokensOverCap = errors.New("--max-tokens over the server's cap")
 
 // ErrUnreachable is the failure of a run stopped, with no --max-failures
 // given, once its first group finished with every episode failing to
-// connect to the model server (connection refused), none succeeded and
-// no model call was answered: each later episode would spend its retries
+// connect to the model server (connection refused, or its host name did
+// not resolve), none succeeded and no model call was answered: each later episode would spend its retries
 // the same way. Its output
 // holds only failed rows, so the caller keeps none.
 var ErrUnreachable = errors.New("model server unreachable")
@@ -130,7 +132,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.Seed, "seed", 1, "seed for generated scenarios, environments, scripted policies and request seeds")
 	fs.StringVar(&o.Run, "run", "collect", "run name recorded in every row and in ids (<run>-s<seed>-<tag>-g<place>, the tag a digest of the --scenarios file's scenarios, or of --env, --env-opt, --split and the scenarios generated for generated ones)")
 	fs.StringVar(&o.Policy, "policy", "model", "who plays: model, or scripted[:NAME] (the environment's scripted policy, no model calls)")
-	fs.StringVar(&o.MaxFailures, "max-failures", "", "stop once more episodes failed than this count, or this fraction of all episodes (e.g. 0.1), and exit 1; 0 stops at the first failure, as ART's gather does by default; default: never stop early, since a failed episode is kept as a row with its error that training skips (the run still exits 1 when every episode failed), except when every episode of the first group failed to connect to the model server (connection refused), none succeeded and no model call was answered; give a count to play on regardless")
+	fs.StringVar(&o.MaxFailures, "max-failures", "", "stop once more episodes failed than this count, or this fraction of all episodes (e.g. 0.1), and exit 1; 0 stops at the first failure, as ART's gather does by default; default: never stop early, since a failed episode is kept as a row with its error that training skips (the run still exits 1 when every episode failed), except when every episode of the first group failed to connect to the model server (connection refused, or its host name not found), none succeeded and no model call was answered; give a count to play on regardless")
 	fs.StringVar(&o.Model.Model, "model", "", "model name to request, e.g. myrun for the latest adapter (required unless --policy scripted)")
 	fs.StringVar(&o.Model.BaseURL, "base-url", "", "OpenAI-compatible base URL, e.g. http://localhost:8000/v1 (default $OPENAI_BASE_URL)")
 	fs.StringVar(&o.Model.APIKey, "api-key", "", "API key (default $OPENAI_API_KEY)")
@@ -462,14 +464,15 @@ func tooManyFailures(o Options, scripted bool, t *errorTally, failed, succeeded,
 }
 
 // unreachable is the cause of a stop for a model server that refused
-// every connection (ErrUnreachable), once the first group finished (groups
-// finished so far) with all its episodes, and every one failed so far,
-// refused and none succeeded; nil otherwise, or when --max-failures was
+// every connection, or whose host name did not resolve (ErrUnreachable),
+// once the first group finished (groups finished so far) with all its
+// episodes, and every one failed so far, the same one of those two ways,
+// and none succeeded; nil otherwise, or when --max-failures was
 // given, whose count then decides alone. A server that answered any call
 // of model is no dead one: it came back (a serving pod restarted as the
 // run began) while the episodes it answered are still being played.
 func unreachable(o Options, model *Model, t *errorTally, groups, failed, succeeded int) error {
-	if o.MaxFailures != "" || groups != 1 || succeeded > 0 || failed == 0 || t.refused != failed {
+	if o.MaxFailures != "" || groups != 1 || succeeded > 0 || failed == 0 || (t.refused != failed && t.noHost != failed) {
 		return nil
 	}
 	if model == nil || model.answered.Load() {
@@ -483,8 +486,22 @@ func unreachable(o Options, model *Model, t *errorTally, groups, failed, succeed
 	if failed == 1 {
 		ended = "the one episode ended so far, a whole group, failed"
 	}
+	if t.noHost == failed {
+		return fmt.Errorf("%w: %s to look up the host %s of %s, %s; check the host name in --base-url (a typo?) and the machine's DNS; the run stopped, as each episode spends its retries the same way (--max-failures N plays on regardless)",
+			ErrUnreachable, ended, baseHost(o.Model.BaseURL), where, t.mostCommon())
+	}
 	return fmt.Errorf("%w: %s to connect to %s (connection refused), %s; check that the server is up and listens there (--base-url); the run stopped, as each episode spends its retries the same way (--max-failures N plays on regardless)",
 		ErrUnreachable, ended, where, t.mostCommon())
+}
+
+// baseHost is the host name of base, a base URL whose host failed its
+// lookup (so it parsed), or base itself if it does not parse.
+func baseHost(base string) string {
+	u, err := url.Parse(base)
+	if err != nil || u.Hostname() == "" {
+		return flagval.Shown(base)
+	}
+	return u.Hostname()
 }
 
 // prepare fills the defaults Run needs (flags moved into Model, a
@@ -671,6 +688,9 @@ type errorTally struct {
 	// refused counts the errors of episodes whose model call found no
 	// server listening (failRefused).
 	refused int
+	// noHost counts the errors of episodes whose model call failed to
+	// look up the server's host name (failNoHost).
+	noHost int
 }
 
 const maxDistinct = 64
@@ -691,6 +711,8 @@ func (t *errorTally) add(msg, id string, fail failKind) {
 		t.envFail++
 	case failRefused:
 		t.refused++
+	case failNoHost:
+		t.noHost++
 	}
 	if t.count == nil {
 		t.count, t.first, t.many = map[string]int{}, map[string]string{}, map[string]bool{}
@@ -1121,6 +1143,10 @@ const (
 	// failRefused: a model call found no server listening (connection
 	// refused), after its retries.
 	failRefused
+	// failNoHost: a model call failed to look up the server's host name
+	// (a mistyped --base-url host, or no resolver reachable), after its
+	// retries.
+	failNoHost
 )
 
 // watchedPolicy records whether its policy failed, and how many calls
@@ -1203,6 +1229,8 @@ func runEpisode(ctx context.Context, o Options, e env.Env, sc env.Scenario, pol 
 			return t, envFailed()
 		case errors.Is(err, syscall.ECONNREFUSED):
 			return t, failRefused
+		case errors.As(err, new(*net.DNSError)):
+			return t, failNoHost
 		}
 		return t, failOther
 	}

@@ -3,6 +3,7 @@ package collect_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net"
 	"strings"
 	"testing"
@@ -66,5 +67,29 @@ func TestDeadServerOneEpisodeWording(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "1 episodes") {
 		t.Errorf("plural for one episode: %v", err)
+	}
+}
+
+// TestUnknownHostStopsAfterFirstGroup: a --base-url whose host does not
+// resolve (a typo: http://locahost:8000/v1) stops the run once the first
+// group finished, as a refused connection does, naming the failed host
+// lookup; it played every episode, each spending its retries. The host
+// is under .invalid (RFC 2606), which never resolves; offline the lookup
+// fails too (the resolver is unreachable), as fast, and stops the same.
+func TestUnknownHostStopsAfterFirstGroup(t *testing.T) {
+	const url = "http://hone-test.invalid:8000/v1"
+	st, err := runStats(context.Background(), collect.Options{
+		Env: "guess", Groups: 40, GroupSize: 2, Concurrency: 1, MaxTurns: 4, Seed: 1, Run: "r", Policy: "model",
+		Out:   &bytes.Buffer{},
+		Model: collect.ModelOptions{BaseURL: url, Model: "m", Retries: 1, Backoff: time.Millisecond, RequestTimeout: 2 * time.Second},
+	})
+	if !errors.Is(err, collect.ErrUnreachable) || !strings.Contains(err.Error(), "look up the host hone-test.invalid") {
+		t.Fatalf("got %v; want a stop as unreachable naming the failed lookup of hone-test.invalid", err)
+	}
+	if strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("says connection refused for a host that does not resolve: %v", err)
+	}
+	if st.Episodes >= 80 {
+		t.Errorf("played all %d episodes against a host that does not resolve: %v", st.Episodes, err)
 	}
 }

@@ -44,7 +44,8 @@
 // prompt (one of the prompt alone, or of a completion below the context,
 // as after a server's clamp to max_new_tokens), or comes after the first
 // turn, stays its episode's. Without MaxFailures, a server that refused every connection of
-// the first group's episodes, none succeeding and no call answered,
+// the first group's episodes, or whose host name did not resolve for
+// any of them, none succeeding and no call answered,
 // stops the run with ErrUnreachable once that group finished, and
 // hone-collect keeps no output: each later episode would spend its
 // retries the same way.

@@ -178,6 +178,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	warnOutputName(log, sf.Output)
+	if w := flagval.CredentialsNotSent("--base-url (or $OPENAI_BASE_URL)", opts.Model.BaseURL, "--api-key or $OPENAI_API_KEY"); w != "" {
+		log.Warn(w)
+	}
 	var last collect.Stats
 	opts.Log = log
 	opts.Progress = func(s collect.Stats) {
@@ -375,6 +378,9 @@ func runScenarios(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if err := flagval.BaseURL("--base-url (or $OPENAI_BASE_URL)", o.Model.BaseURL); err != nil {
 			return cli.Usage(err)
 		}
+	}
+	if w := flagval.CredentialsNotSent("--base-url (or $OPENAI_BASE_URL)", o.Model.BaseURL, "--api-key or $OPENAI_API_KEY"); w != "" {
+		fmt.Fprintf(stderr, "hone-collect: warning: %s\n", w)
 	}
 	argv, err := stdio.Split(mcpCmd)
 	if err != nil {

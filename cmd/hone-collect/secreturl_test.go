@@ -1,8 +1,11 @@
 package main
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -70,5 +73,59 @@ func TestBaseURLTokenMasked(t *testing.T) {
 				t.Errorf("stderr does not show the URL, its token masked:\n%s", r.stderr)
 			}
 		})
+	}
+}
+
+// TestBaseURLCredentialsWarned: a password or token in --base-url's
+// userinfo (http://user:pw@host/v1) is never sent: the OpenAI client
+// sends its own Authorization: Bearer <API key>, no Basic auth, so a
+// server that needs them answered every call 401 with no word of why.
+// hone-collect warns once at start that they are not sent and to use
+// --api-key or $OPENAI_API_KEY, without printing them.
+func TestBaseURLCredentialsWarned(t *testing.T) {
+	const secret = "s3cr3tpw"
+	var mu sync.Mutex
+	var auths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auths = append(auths, r.Header.Get("Authorization"))
+		mu.Unlock()
+		http.Error(w, "no", http.StatusUnauthorized)
+	}))
+	defer srv.Close()
+	for _, userinfo := range []string{"hone:" + secret, secret} {
+		t.Run(userinfo, func(t *testing.T) {
+			base := strings.Replace(srv.URL, "http://", "http://"+userinfo+"@", 1) + "/v1"
+			r := collectBin(t, "--env", "guess", "--groups", "1", "-G", "2", "--concurrency", "1", "--model", "m",
+				"--base-url", base, "--max-tokens", "4", "--retries", "0", "-o", filepath.Join(t.TempDir(), "out.parquet"))
+			if strings.Contains(r.stderr, secret) || strings.Contains(r.stdout, secret) {
+				t.Errorf("output shows the secret:\n%s%s", r.stdout, r.stderr)
+			}
+			if n := strings.Count(r.stderr, "are not sent"); n != 1 || !strings.Contains(r.stderr, "--api-key or $OPENAI_API_KEY") {
+				t.Errorf("warned %d times, want once, naming --api-key or $OPENAI_API_KEY:\n%s", n, r.stderr)
+			}
+		})
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(auths) == 0 {
+		t.Fatal("the server got no call")
+	}
+	for _, a := range auths {
+		if !strings.HasPrefix(a, "Bearer ") {
+			t.Errorf("the server got Authorization %q; the warning says the URL's credentials are not sent, as the client sends a Bearer key only", a)
+		}
+	}
+}
+
+// TestScenariosBaseURLCredentialsWarned: hone-collect scenarios warns of
+// credentials in --base-url's userinfo too, masked, before it starts the
+// MCP server (here one that is not there).
+func TestScenariosBaseURLCredentialsWarned(t *testing.T) {
+	const secret = "s3cr3tpw"
+	r := collectBin(t, "scenarios", "--mcp-url", "http://127.0.0.1:1/mcp", "-n", "2", "--model", "m",
+		"--base-url", "http://hone:"+secret+"@127.0.0.1:1/v1", "-o", filepath.Join(t.TempDir(), "tasks.jsonl"))
+	if strings.Contains(r.stderr, secret) || strings.Count(r.stderr, "are not sent") != 1 || !strings.Contains(r.stderr, "--api-key or $OPENAI_API_KEY") {
+		t.Errorf("exit %d; want one warning, the password masked, naming --api-key or $OPENAI_API_KEY:\n%s", r.code, r.stderr)
 	}
 }

@@ -56,3 +56,17 @@ func ShownErr(err error) error {
 	masked.URL = Shown(ue.URL)
 	return &masked
 }
+
+// CredentialsNotSent is the warning for base URL s (named by what) whose
+// userinfo holds a password or a token (http://user:pw@host/v1), which
+// the OpenAI client never sends: it sends its own Authorization: Bearer
+// <API key> and no Basic auth, so a server that needs them answers every
+// call 401 with no word of why. use names where the key goes instead.
+// The URL is shown masked (Shown). "" when s carries no userinfo.
+func CredentialsNotSent(what, s, use string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s %s: the credentials in the URL's userinfo are not sent (the server gets only the API key, as Authorization: Bearer); give the key with %s", what, Shown(s), use)
+}

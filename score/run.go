@@ -475,6 +475,9 @@ func buildJudge(ctx context.Context, opts Options, log *slog.Logger, files *file
 		// Masked (flagval.Shown): a password or token in the URL's userinfo
 		// would be in every run's stderr.
 		log.Info("judge", "model", opts.JudgeModel, "base_url", flagval.Shown(shown), "api_key_set", key != "")
+		if w := flagval.CredentialsNotSent("--judge-base-url (or $OPENAI_BASE_URL)", base, "--judge-api-key or $OPENAI_API_KEY"); w != "" {
+			log.Warn("judge: " + w)
+		}
 		if key == "" && isOpenAI(shown) {
 			// OpenAI answers every call 401 without one; said now, before
 			// the first group waits for that answer.

@@ -88,3 +88,41 @@ func TestJudgeCacheEntryMasksSecret(t *testing.T) {
 		t.Fatalf("cache %s: %d entries (%v), want one", cache, entries, err)
 	}
 }
+
+// TestJudgeBaseURLCredentialsWarned: a password or token in
+// --judge-base-url's userinfo is never sent: the judge's OpenAI client
+// sends its own Authorization: Bearer <API key>, no Basic auth, so a
+// judge that needs them answered every call 401 with no word of why.
+// hone-score warns once at start that they are not sent and to use
+// --judge-api-key or $OPENAI_API_KEY, without printing them.
+func TestJudgeBaseURLCredentialsWarned(t *testing.T) {
+	const secret = "s3cr3tpw"
+	srv := judgetest.NewServer(t, judgetest.KeywordJudge("WIN"))
+	for _, userinfo := range []string{"hone:" + secret, secret} {
+		t.Run(userinfo, func(t *testing.T) {
+			dir := t.TempDir()
+			in := scenario(t, dir, "in.parquet", 0, 1, 2)
+			base := strings.Replace(srv.BaseURL(), "http://", "http://"+userinfo+"@", 1)
+			r := runBin(t, nil, nil, "-o", filepath.Join(dir, "out.parquet"), "--judge-base-url", base, "--judge-model", "m",
+				"--no-judge-cache", "--judge-retries", "0", "--scorer", "ruler", in)
+			if r.code != 0 {
+				t.Fatalf("exit %d:\n%s", r.code, r.stderr)
+			}
+			if strings.Contains(r.stderr, secret) || strings.Contains(r.stdout, secret) {
+				t.Errorf("output shows the secret:\n%s%s", r.stdout, r.stderr)
+			}
+			if n := strings.Count(r.stderr, "are not sent"); n != 1 || !strings.Contains(r.stderr, "--judge-api-key or $OPENAI_API_KEY") {
+				t.Errorf("warned %d times, want once, naming --judge-api-key or $OPENAI_API_KEY:\n%s", n, r.stderr)
+			}
+		})
+	}
+	reqs := srv.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("the judge got no call")
+	}
+	for _, q := range reqs {
+		if !strings.HasPrefix(q.Auth, "Bearer ") {
+			t.Errorf("the judge got Authorization %q; the warning says the URL's credentials are not sent, as the client sends a Bearer key only", q.Auth)
+		}
+	}
+}

@@ -81,3 +81,45 @@ func TestProxyUpstreamSecretMasked(t *testing.T) {
 		}
 	})
 }
+
+// TestProxyUpstreamCredentialsWarned: credentials in --upstream's userinfo
+// go upstream as Basic auth only with an agent request that carries no
+// Authorization of its own, which OpenAI clients always send, and never
+// with --api-key, whose Bearer replaces them: an upstream that needs them
+// answered 401 with no word of why. The proxy warns once as it starts,
+// masked, to give the key with --api-key.
+func TestProxyUpstreamCredentialsWarned(t *testing.T) {
+	const secret = "s3cr3tpw"
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no --api-key", nil, "only with an agent request that carries no Authorization"},
+		{"--api-key", []string{"--api-key", "k"}, "are not sent"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"proxy", "--upstream", "http://hone:" + secret + "@127.0.0.1:1/v1", "--listen", "127.0.0.1:0", "-o", t.TempDir()}, c.args...)
+			cmd := exec.Command(filepath.Join(binDir, "hone-collect"), args...)
+			stderr, err := cmd.StderrPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Wait()
+			defer cmd.Process.Signal(syscall.SIGTERM)
+			sc := bufio.NewScanner(stderr)
+			var before []string
+			for sc.Scan() && !strings.Contains(sc.Text(), "proxy listening") {
+				before = append(before, sc.Text())
+			}
+			go io.Copy(io.Discard, stderr)
+			got := strings.Join(before, "\n")
+			if strings.Contains(got, secret) || strings.Count(got, c.want) != 1 || !strings.Contains(got, "--api-key") {
+				t.Errorf("before listening: %q; want one warning saying %q, naming --api-key, the password masked", got, c.want)
+			}
+		})
+	}
+}

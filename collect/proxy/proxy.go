@@ -500,6 +500,23 @@ func relay(w http.ResponseWriter, body io.Reader) {
 	}
 }
 
+// upstreamCredentials is the warning for credentials in the upstream URL's
+// userinfo, "" when it has none. net/http sends them as Basic auth only
+// with a request that has no Authorization header, and send sets the
+// agent's own (OpenAI clients always send one) or --api-key's Bearer: an
+// upstream that needs them answered 401 with no word of why. Masked
+// (flagval.Shown), as the listening line is.
+func upstreamCredentials(o Options) string {
+	u, err := url.Parse(o.Upstream)
+	if err != nil || u.User == nil {
+		return ""
+	}
+	if o.APIKey != "" {
+		return fmt.Sprintf("--upstream %s: the credentials in the URL's userinfo are not sent (the upstream gets --api-key's key, as Authorization: Bearer)", flagval.Shown(o.Upstream))
+	}
+	return fmt.Sprintf("--upstream %s: the credentials in the URL's userinfo go upstream (as Basic auth) only with an agent request that carries no Authorization of its own, and OpenAI clients always send one; give the upstream's key with --api-key", flagval.Shown(o.Upstream))
+}
+
 // send makes r's request, with body, to the upstream. When it cannot, it
 // answers the agent with a 502 and returns false.
 func (p *Proxy) send(w http.ResponseWriter, r *http.Request, body []byte) (*http.Response, bool) {
@@ -1368,6 +1385,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	if o.OnListen != nil {
 		o.OnListen(ln.Addr().String())
+	}
+	if w := upstreamCredentials(o); w != "" {
+		p.o.Log.Warn(w)
 	}
 	// Masked: a password or token in the userinfo would be in every run's log.
 	p.o.Log.Info("hone-collect proxy listening", "addr", ln.Addr().String(), "upstream", flagval.Shown(o.Upstream))

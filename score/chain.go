@@ -212,7 +212,7 @@ func (c *Chain) Apply(ctx context.Context, g trajectory.Group) (trajectory.Group
 	}
 	work := cloneGroup(g)
 	// The group's own fields go with its rows: a formula reads its
-	// metrics (group_metrics["name"]).
+	// metrics and metadata (group_metrics["name"], group_metadata["key"]).
 	sub := trajectory.Group{ID: g.ID, Trajectories: make([]trajectory.Trajectory, len(live)), Metadata: work.Metadata, Metrics: work.Metrics}
 	for k, i := range live {
 		sub.Trajectories[k] = work.Trajectories[i]

@@ -24,9 +24,10 @@ components of the scorers before it (and env), never one written after it:
   env                 keep the environment's reward (component "env")
   formula:EXPR        an expression over metrics and components, e.g. 'win - 0.1*illegal'
                       (metrics["n"], components["n"] for any name; reward, the
-                      reward so far; metadata["k"]; group_metrics["n"], the
-                      group's own metrics; a missing name fails the row
-                      unless guarded: metrics["n"] ?? 0)
+                      reward so far; metadata["k"]; group_metrics["n"] and
+                      group_metadata["k"], the group's own; a missing name
+                      fails the row unless guarded: metrics["n"] ?? 0; a
+                      missing metadata or group_metadata key is nil)
   ruler               one LLM-judge call per group, relative scores in [0,1]
                       (a group of one is scored on an absolute scale; see docs/ruler.md)
   NAME=formula:EXPR   the same under component NAME (NAME=ruler too; not env,

@@ -28,6 +28,11 @@
 //     which is the row's own. Read as metrics["name"] is: missing and
 //     unguarded it fails the row, guarded (?? 0) and on no row it is
 //     among the names Scorer.Unseen names.
+//   - group_metadata["key"]: the string metadata of the trajectory's
+//     group as a whole (the file's group_metadata, ART's
+//     TrajectoryGroup(metadata=…); hone-collect's scenario_id, env,
+//     split and seed), read as metadata["key"] is: nil where the group
+//     lacks the key; never read by a bare name.
 //
 // The result must be a finite number (a boolean counts as 1 or 0). An
 // expression that does not compile is a usage error naming it; a name the

@@ -53,12 +53,17 @@ type lookup struct{ in, key string }
 const rewardName = "reward"
 
 // builtinNames are always present in the environment.
-var builtinNames = map[string]bool{"metrics": true, "components": true, "metadata": true, groupMetricsName: true}
+var builtinNames = map[string]bool{"metrics": true, "components": true, "metadata": true, groupMetricsName: true, groupMetadataName: true}
 
 // groupMetricsName is the map of the group's own metrics (the file's
 // group_metrics): named as the file names it, since a bare name is the
 // row's and the group's may repeat one of the row's names.
 const groupMetricsName = "group_metrics"
+
+// groupMetadataName is the map of the group's own metadata (the file's
+// group_metadata), read as metadata is: a string key a group may or may
+// not carry, nil where missing.
+const groupMetadataName = "group_metadata"
 
 // New compiles src. component is the name the result is written under.
 func New(component, src string) (*Scorer, error) {
@@ -481,7 +486,7 @@ func (s *Scorer) ScoreGroup(ctx context.Context, g *trajectory.Group) ([]traject
 			return nil, err
 		}
 		t := &g.Trajectories[i]
-		v, err := s.eval(t, g.Metrics)
+		v, err := s.eval(t, g.Metrics, g.Metadata)
 		if err != nil {
 			return nil, fmt.Errorf("group %q, trajectory %q: %w", g.ID, t.ID, err)
 		}
@@ -491,12 +496,12 @@ func (s *Scorer) ScoreGroup(ctx context.Context, g *trajectory.Group) ([]traject
 }
 
 // Eval evaluates the expression for one trajectory of a group without
-// metrics of its own (ScoreGroup passes the group's).
-func (s *Scorer) Eval(t *trajectory.Trajectory) (float64, error) { return s.eval(t, nil) }
+// metrics or metadata of its own (ScoreGroup passes the group's).
+func (s *Scorer) Eval(t *trajectory.Trajectory) (float64, error) { return s.eval(t, nil, nil) }
 
 // eval evaluates the expression for t, of a group whose own metrics are
-// group.
-func (s *Scorer) eval(t *trajectory.Trajectory, group map[string]float64) (float64, error) {
+// group and whose own metadata is groupMeta.
+func (s *Scorer) eval(t *trajectory.Trajectory, group map[string]float64, groupMeta map[string]string) (float64, error) {
 	env := make(map[string]any, len(t.Metrics)+len(t.RewardComponents)+5)
 	metrics := make(map[string]any, len(t.Metrics))
 	for k, v := range t.Metrics {
@@ -516,6 +521,10 @@ func (s *Scorer) eval(t *trajectory.Trajectory, group map[string]float64) (float
 	for k, v := range group {
 		gm[k] = v
 	}
+	gmeta := make(map[string]any, len(groupMeta))
+	for k, v := range groupMeta {
+		gmeta[k] = v
+	}
 	// A bare reward is the reward so far, absent while it is null: a
 	// metric of that name is read as metrics["reward"] on every row, not
 	// in the reward's place on the rows without one.
@@ -530,7 +539,7 @@ func (s *Scorer) eval(t *trajectory.Trajectory, group map[string]float64) (float
 	if t.Reward != nil {
 		env[rewardName] = *t.Reward
 	}
-	env["metrics"], env["components"], env["metadata"], env[groupMetricsName] = metrics, comps, meta, gm
+	env["metrics"], env["components"], env["metadata"], env[groupMetricsName], env[groupMetadataName] = metrics, comps, meta, gm, gmeta
 	for _, n := range s.names {
 		if _, ok := env[n]; !ok && !slices.Contains(s.must, n) {
 			env[n] = nil // every read guarded: reward ?? 0, or behind a test showing it there

@@ -52,7 +52,9 @@
 // (reward ?? 0, env == nil) where every read of it is guarded, a read
 // that only a test showing it there leads to included
 // (reward == nil ? 0 : reward, reward != nil && reward > 0,
-// "env" in components ? env : 0). Any other
+// "env" in components ? env : 0, "x" in metrics ? x : 0; not so a
+// metrics test of reward or of a name given to Scorer.ComponentNames,
+// which a metric of that name never shows there). Any other
 // bare name must be on every row; a lookup only when it is read, so one in a branch not taken
 // (metadata["env"] == "guess" ? metrics.solved : metrics.won) or right of
 // a ?? whose left is there may be missing. Such a name, misspelt, is

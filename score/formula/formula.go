@@ -43,7 +43,12 @@ type Scorer struct {
 	// compReads are the bare names every read of which an in test of
 	// components leads to: a component wherever read, never mixed.
 	compReads map[string]bool
-	seen      seen
+	// metricShown are the bare names some read of which only an in test
+	// of metrics guards ("x" in metrics ? x : 0): a name the chain
+	// writes (ComponentNames), which the test does not show, is read on
+	// every row then.
+	metricShown []string
+	seen        seen
 }
 
 // lookup is one constant key read from the metrics or components map.
@@ -73,7 +78,7 @@ func New(component, src string) (*Scorer, error) {
 	}
 	v := &identVisitor{free: map[string]bool{}, bound: map[string]bool{}, guarded: map[file.Location]bool{}, keys: map[lookup]bool{}, tested: map[lookup]bool{},
 		inTests: map[lookup]bool{}, nilGuarded: map[lookup]bool{}, guardedIdent: map[*ast.IdentifierNode]bool{}, nilReadIdent: map[string]bool{},
-		compShown: map[*ast.IdentifierNode]bool{}}
+		compShown: map[*ast.IdentifierNode]bool{}, plainGuarded: map[*ast.IdentifierNode]bool{}}
 	ast.Walk(&tree.Node, v)
 	var names, must []string
 	for n := range v.free {
@@ -87,6 +92,13 @@ func New(component, src string) (*Scorer, error) {
 			must = append(must, id.Value)
 		}
 	}
+	var metricShown []string
+	for _, id := range v.idents {
+		if v.guardedIdent[id] && !v.plainGuarded[id] && slices.Contains(names, id.Value) && !slices.Contains(must, id.Value) && !slices.Contains(metricShown, id.Value) {
+			metricShown = append(metricShown, id.Value)
+		}
+	}
+	sort.Strings(metricShown)
 	comps := append([]string(nil), names...)
 	for l := range v.keys {
 		if l.in == "components" && !v.bound[l.in] && !slices.Contains(comps, l.key) {
@@ -104,11 +116,11 @@ func New(component, src string) (*Scorer, error) {
 	// A key tested for against the map ("judeg" in metrics ? 1 : 0) and
 	// never read is watched as a read one is: misspelt, the test is false
 	// on every row.
-	// "judeg" in components ? judeg : 0 tests for the bare name the
-	// formula reads: it is watched as that name, not twice.
+	// "judeg" in components ? judeg : 0 (or in metrics) tests for the
+	// bare name the formula reads: it is watched as that name, not twice.
 	var testedOnly []lookup
 	for l := range v.inTests {
-		bareWatched := l.in == "components" && slices.Contains(names, l.key) && !slices.Contains(must, l.key)
+		bareWatched := (l.in == "components" || l.in == "metrics" && slices.Contains(metricShown, l.key)) && slices.Contains(names, l.key) && !slices.Contains(must, l.key)
 		if !v.bound[l.in] && !v.keys[l] && !bareWatched {
 			testedOnly = append(testedOnly, l)
 		}
@@ -135,7 +147,7 @@ func New(component, src string) (*Scorer, error) {
 		return nil, fmt.Errorf("formula %q does not compile: %v", src, err)
 	}
 	s := &Scorer{component: component, src: src, prog: prog, names: names, must: must, comps: comps, lookups: lookups,
-		watch: append(watchNames(names, must, lookups, v.tested), testedOnly...), onlyTested: map[lookup]bool{}}
+		watch: append(watchNames(names, must, lookups, v.tested), testedOnly...), onlyTested: map[lookup]bool{}, metricShown: metricShown}
 	for _, l := range s.watch {
 		if l.in != "" && !v.nilGuarded[l] || l.in == "" && !v.nilReadIdent[l.key] {
 			s.onlyTested[l] = true
@@ -195,6 +207,9 @@ type identVisitor struct {
 	// components leads to ("x" in components ? x : 0): the component,
 	// never a metric of the name.
 	compShown map[*ast.IdentifierNode]bool
+	// plainGuarded are the reads guardedIdent holds but for those only
+	// an in test of metrics guards (metricShown).
+	plainGuarded map[*ast.IdentifierNode]bool
 }
 
 func (v *identVisitor) Visit(n *ast.Node) {
@@ -218,11 +233,17 @@ func (v *identVisitor) Visit(n *ast.Node) {
 	case *ast.ConditionalNode:
 		// reward == nil ? 5 : reward reads reward in the branch its
 		// test takes only where reward is there.
-		v.markIdents(n.Exp1, nonNilIf(n.Cond, true, false), v.guardedIdent)
-		v.markIdents(n.Exp2, nonNilIf(n.Cond, false, false), v.guardedIdent)
-		v.markIdents(n.Exp1, nonNilIf(n.Cond, true, true), v.compShown)
-		v.markIdents(n.Exp2, nonNilIf(n.Cond, false, true), v.compShown)
+		v.markShown(n.Exp1, n.Cond, true)
+		v.markShown(n.Exp2, n.Cond, false)
 	}
+}
+
+// markShown marks the reads within n of the bare names that cond,
+// evaluating to outcome, shows are there.
+func (v *identVisitor) markShown(n, cond ast.Node, outcome bool) {
+	v.markIdents(n, nonNilIf(cond, outcome, false, true), v.guardedIdent)
+	v.markIdents(n, nonNilIf(cond, outcome, false, false), v.plainGuarded)
+	v.markIdents(n, nonNilIf(cond, outcome, true, false), v.compShown)
 }
 
 // guardAfterTest marks the bare names that the right of && or || reads
@@ -231,23 +252,24 @@ func (v *identVisitor) Visit(n *ast.Node) {
 func (v *identVisitor) guardAfterTest(n *ast.BinaryNode) {
 	switch n.Operator {
 	case "&&", "and":
-		v.markIdents(n.Right, nonNilIf(n.Left, true, false), v.guardedIdent)
-		v.markIdents(n.Right, nonNilIf(n.Left, true, true), v.compShown)
+		v.markShown(n.Right, n.Left, true)
 	case "||", "or":
-		v.markIdents(n.Right, nonNilIf(n.Left, false, false), v.guardedIdent)
-		v.markIdents(n.Right, nonNilIf(n.Left, false, true), v.compShown)
+		v.markShown(n.Right, n.Left, false)
 	}
 }
 
 // nonNilIf returns the bare names that cond, evaluating to outcome,
 // shows are there: x != nil or "x" in components when true, x == nil or
 // "x" not in components when false, and so through &&, || and not.
-// comps: only the names an in test of components shows there.
-func nonNilIf(cond ast.Node, outcome, comps bool) []string {
+// comps: only the names an in test of components shows there; metrics:
+// an in test of metrics too ("x" in metrics: the bare x, a component or
+// else that metric, is there, but for a name the chain writes, which
+// eval checks, and reward, the reward so far).
+func nonNilIf(cond ast.Node, outcome, comps, metrics bool) []string {
 	switch c := cond.(type) {
 	case *ast.UnaryNode:
 		if c.Operator == "!" || c.Operator == "not" {
-			return nonNilIf(c.Node, !outcome, comps)
+			return nonNilIf(c.Node, !outcome, comps, metrics)
 		}
 	case *ast.BinaryNode:
 		switch c.Operator {
@@ -264,20 +286,20 @@ func nonNilIf(cond ast.Node, outcome, comps bool) []string {
 			}
 		case "in", "not in":
 			// "x" in components: the bare x, which a component of that
-			// name is, is there (not so "x" in metrics, where x may be
-			// a name the chain writes, nor reward, the reward so far).
+			// name is, is there (not so reward, the reward so far).
 			key, isKey := c.Left.(*ast.StringNode)
 			m, isMap := c.Right.(*ast.IdentifierNode)
-			if isKey && isMap && m.Value == "components" && key.Value != rewardName && (c.Operator == "in") == outcome {
+			shows := isMap && (m.Value == "components" || m.Value == "metrics" && metrics && !comps)
+			if isKey && shows && key.Value != rewardName && (c.Operator == "in") == outcome {
 				return []string{key.Value}
 			}
 		case "&&", "and":
 			if outcome {
-				return append(nonNilIf(c.Left, true, comps), nonNilIf(c.Right, true, comps)...)
+				return append(nonNilIf(c.Left, true, comps, metrics), nonNilIf(c.Right, true, comps, metrics)...)
 			}
 		case "||", "or":
 			if !outcome {
-				return append(nonNilIf(c.Left, false, comps), nonNilIf(c.Right, false, comps)...)
+				return append(nonNilIf(c.Left, false, comps, metrics), nonNilIf(c.Right, false, comps, metrics)...)
 			}
 		}
 	}
@@ -361,6 +383,7 @@ func (v *identVisitor) guard(n *ast.BinaryNode) {
 		}
 		if id, ok := m.(*ast.IdentifierNode); ok {
 			v.guardedIdent[id] = true
+			v.plainGuarded[id] = true
 			v.nilReadIdent[id.Value] = true
 		}
 		// What a ?? falls back on, or a branch, is the value the
@@ -462,6 +485,25 @@ func (s *Scorer) ComponentNames(names ...string) {
 	for _, n := range names {
 		s.onlyComps[n] = true
 	}
+	// A metrics test shows the metric, never the chain's component of
+	// its name: "env" in metrics ? env : 0, most likely meant of
+	// components, reads env on every row, as if untested, and the test
+	// is watched in the bare name's place.
+	for _, n := range s.metricShown {
+		i := slices.Index(s.watch, lookup{"", n})
+		if !s.onlyComps[n] || slices.Contains(s.must, n) || i < 0 {
+			continue
+		}
+		s.must = append(s.must, n)
+		if tested := (lookup{"metrics", n}); slices.Contains(s.lookups, tested) {
+			s.watch = slices.Delete(s.watch, i, i+1) // read too: watched as a read, or unguarded
+		} else {
+			s.watch[i] = tested
+			s.onlyTested[tested] = true
+		}
+	}
+	s.seen.found = make([]bool, len(s.watch))
+	s.seen.left.Store(int64(len(s.watch)))
 	s.seen.mixLeft.Store(int64(s.mixWatched()))
 }
 

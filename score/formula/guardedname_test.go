@@ -47,3 +47,31 @@ func TestGuardedBareName(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsTestGuardsNoChainName: a metrics test shows the metric
+// there, which a bare name the chain writes (ComponentNames) does not
+// read, nor a bare reward: behind "env" in metrics or "reward" in
+// metrics such a name still fails a row without it, by its own message.
+func TestMetricsTestGuardsNoChainName(t *testing.T) {
+	row := &trajectory.Trajectory{ID: "t1", Metrics: map[string]float64{"env": 2, "reward": 3}}
+	for src, want := range map[string]string{
+		`"env" in metrics ? env : 0`:       `no component named "env"`,
+		`"reward" in metrics ? reward : 0`: "the row's reward is null",
+	} {
+		f, err := formula.New("f", src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.ComponentNames("env")
+		if _, err := f.Eval(row); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want %q", src, err, want)
+		}
+	}
+	f, err := formula.New("f", `"x" in metrics ? x : 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := f.Eval(&trajectory.Trajectory{ID: "t2"}); err != nil || got != 1 {
+		t.Errorf(`"x" in metrics ? x : 1 on a row without x = %v, %v; want 1`, got, err)
+	}
+}

@@ -55,3 +55,27 @@ func TestFormulaReadsGroupMetadata(t *testing.T) {
 		t.Errorf("a bare group metadata key: exit %d, want a failure:\n%s", r.code, r.stderr)
 	}
 }
+
+// TestBareGroupMetadataKeyHint: split == "hard", a bare name the group's
+// metadata holds, failed advising metrics["split"] ?? 0, which is 0 on
+// every row (split is no metric); the error now names the read that
+// finds it, group_metadata["split"] (metadata["key"] for the row's own).
+func TestBareGroupMetadataKeyHint(t *testing.T) {
+	dir := t.TempDir()
+	in := oneGroupEdited(t, dir, "g.parquet", func(gs []trajectory.Group) {
+		gs[0].Metadata = map[string]string{"split": "hard"}
+		for i := range gs[0].Trajectories {
+			gs[0].Trajectories[i].Metadata = map[string]string{"tier": "gold"}
+		}
+	})
+	out := filepath.Join(dir, "out.parquet")
+	for src, want := range map[string]string{
+		`split == "hard" ? 1 : 0`: `the group's metadata key "split" is group_metadata["split"]`,
+		`tier == "gold" ? 1 : 0`:  `the row's metadata key "tier" is metadata["tier"]`,
+	} {
+		r := runBin(t, nil, nil, "-o", out, "--scorer", "f=formula:"+src, in)
+		if r.code != 2 || !strings.Contains(r.stderr, want) || strings.Contains(r.stderr, "?? 0") {
+			t.Errorf("%s: exit %d, want 2 naming %s:\n%s", src, r.code, want, r.stderr)
+		}
+	}
+}

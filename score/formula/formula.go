@@ -610,6 +610,13 @@ func (s *Scorer) eval(t *trajectory.Trajectory, group map[string]float64, groupM
 				// read 0 on every row.
 				return 0, fmt.Errorf("formula %q: no metric or component named %q (has %s); a bare name reads the row's, and the group's metric %q is group_metrics[%q]", s.src, n, describe(t, group), n, n)
 			}
+			// A metadata key: metrics[n] ?? 0 would read 0 on every row.
+			if _, ok := t.Metadata[n]; ok {
+				return 0, fmt.Errorf("formula %q: no metric or component named %q (has %s); a bare name reads the row's metrics and components, and the row's metadata key %q is metadata[%q]", s.src, n, describe(t, group), n, n)
+			}
+			if _, ok := groupMeta[n]; ok {
+				return 0, fmt.Errorf("formula %q: no metric or component named %q (has %s); a bare name reads the row's metrics and components, and the group's metadata key %q is group_metadata[%q]", s.src, n, describe(t, group), n, n)
+			}
 			return 0, fmt.Errorf("formula %q: no metric or component named %q (has %s); where a row may lack it, write metrics[%q] ?? 0", s.src, n, describe(t, group), n)
 		}
 	}

@@ -259,8 +259,9 @@ func (v *identVisitor) guardAfterTest(n *ast.BinaryNode) {
 }
 
 // nonNilIf returns the bare names that cond, evaluating to outcome,
-// shows are there: x != nil or "x" in components when true, x == nil or
-// "x" not in components when false, and so through &&, || and not.
+// shows are there: x != nil or "x" in components (or in
+// keys(components)) when true, x == nil or "x" not in components when
+// false, and so through &&, || and not.
 // comps: only the names an in test of components shows there; metrics:
 // an in test of metrics too ("x" in metrics: the bare x, a component or
 // else that metric, is there, but for a name the chain writes, which
@@ -287,9 +288,10 @@ func nonNilIf(cond ast.Node, outcome, comps, metrics bool) []string {
 		case "in", "not in":
 			// "x" in components: the bare x, which a component of that
 			// name is, is there (not so reward, the reward so far).
+			// keys(components) holds the same names: the same test.
 			key, isKey := c.Left.(*ast.StringNode)
-			m, isMap := c.Right.(*ast.IdentifierNode)
-			shows := isMap && (m.Value == "components" || m.Value == "metrics" && metrics && !comps)
+			m := testedMap(c.Right)
+			shows := m == "components" || m == "metrics" && metrics && !comps
 			if isKey && shows && key.Value != rewardName && (c.Operator == "in") == outcome {
 				return []string{key.Value}
 			}

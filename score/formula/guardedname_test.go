@@ -57,6 +57,9 @@ func TestMetricsTestGuardsNoChainName(t *testing.T) {
 	for src, want := range map[string]string{
 		`"env" in metrics ? env : 0`:       `no component named "env"`,
 		`"reward" in metrics ? reward : 0`: "the row's reward is null",
+		// keys(metrics) is the same test, with the same exceptions.
+		`"env" in keys(metrics) ? env : 0`:       `no component named "env"`,
+		`"reward" in keys(metrics) ? reward : 0`: "the row's reward is null",
 	} {
 		f, err := formula.New("f", src)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -599,27 +600,27 @@ func (s *Scorer) eval(t *trajectory.Trajectory, group map[string]float64, groupM
 				if _, ok := findComponent(t, rewardName); ok {
 					in = "the row's component named reward is components"
 				}
-				return 0, fmt.Errorf("formula %q: the row's reward is null (no environment reward, and no scorer before this one gave one; has %s); %s[%q]", s.src, describe(t, group), in, rewardName)
+				return 0, fmt.Errorf("formula %q: the row's reward is null (no environment reward, and no scorer before this one gave one; has %s); %s[%q]", s.src, describe(t, group, groupMeta), in, rewardName)
 			}
 			if s.onlyComps[n] {
-				return 0, fmt.Errorf("formula %q: no component named %q (has %s); the chain writes %q as a component, which a bare name reads on every row: a metric of that name is metrics[%q], a row that may lack the component components[%q] ?? 0", s.src, n, describe(t, group), n, n, n)
+				return 0, fmt.Errorf("formula %q: no component named %q (has %s); the chain writes %q as a component, which a bare name reads on every row: a metric of that name is metrics[%q], a row that may lack the component components[%q] ?? 0", s.src, n, describe(t, group, groupMeta), n, n, n)
 			}
 			if whole, in, ok := splitName(t, n); ok {
-				return 0, fmt.Errorf("formula %q: no metric or component named %q (has %s); the row's %s %q is one name, which a bare name cannot spell (a dot reads a field, a dash or slash is arithmetic): write %s[%q]", s.src, n, describe(t, group), strings.TrimSuffix(in, "s"), whole, in, whole)
+				return 0, fmt.Errorf("formula %q: no metric or component named %q (has %s); the row's %s %q is one name, which a bare name cannot spell (a dot reads a field, a dash or slash is arithmetic): write %s[%q]", s.src, n, describe(t, group, groupMeta), strings.TrimSuffix(in, "s"), whole, in, whole)
 			}
 			if _, ok := group[n]; ok {
 				// The group's metric of that name: metrics[n] ?? 0 would
 				// read 0 on every row.
-				return 0, fmt.Errorf("formula %q: no metric or component named %q (has %s); a bare name reads the row's, and the group's metric %q is group_metrics[%q]", s.src, n, describe(t, group), n, n)
+				return 0, fmt.Errorf("formula %q: no metric or component named %q (has %s); a bare name reads the row's, and the group's metric %q is group_metrics[%q]", s.src, n, describe(t, group, groupMeta), n, n)
 			}
 			// A metadata key: metrics[n] ?? 0 would read 0 on every row.
 			if _, ok := t.Metadata[n]; ok {
-				return 0, fmt.Errorf("formula %q: no metric or component named %q (has %s); a bare name reads the row's metrics and components, and the row's metadata key %q is metadata[%q]", s.src, n, describe(t, group), n, n)
+				return 0, fmt.Errorf("formula %q: no metric or component named %q (has %s); a bare name reads the row's metrics and components, and the row's metadata key %q is metadata[%q]", s.src, n, describe(t, group, groupMeta), n, n)
 			}
 			if _, ok := groupMeta[n]; ok {
-				return 0, fmt.Errorf("formula %q: no metric or component named %q (has %s); a bare name reads the row's metrics and components, and the group's metadata key %q is group_metadata[%q]", s.src, n, describe(t, group), n, n)
+				return 0, fmt.Errorf("formula %q: no metric or component named %q (has %s); a bare name reads the row's metrics and components, and the group's metadata key %q is group_metadata[%q]", s.src, n, describe(t, group, groupMeta), n, n)
 			}
-			return 0, fmt.Errorf("formula %q: no metric or component named %q (has %s); where a row may lack it, write metrics[%q] ?? 0", s.src, n, describe(t, group), n)
+			return 0, fmt.Errorf("formula %q: no metric or component named %q (has %s); where a row may lack it, write metrics[%q] ?? 0", s.src, n, describe(t, group, groupMeta), n)
 		}
 	}
 	res, err := expr.Run(s.prog, env)
@@ -632,9 +633,9 @@ func (s *Scorer) eval(t *trajectory.Trajectory, group map[string]float64, groupM
 			what = "group metric"
 		}
 		if _, ok := group[missing.key]; ok && missing.in != groupMetricsName {
-			return 0, fmt.Errorf("formula %q: no %s named %q (has %s); the group's metric %q is group_metrics[%q]", s.src, what, missing.key, describe(t, group), missing.key, missing.key)
+			return 0, fmt.Errorf("formula %q: no %s named %q (has %s); the group's metric %q is group_metrics[%q]", s.src, what, missing.key, describe(t, group, groupMeta), missing.key, missing.key)
 		}
-		return 0, fmt.Errorf("formula %q: no %s named %q (has %s); where a row may lack it, write %s[%q] ?? 0", s.src, what, missing.key, describe(t, group), missing.in, missing.key)
+		return 0, fmt.Errorf("formula %q: no %s named %q (has %s); where a row may lack it, write %s[%q] ?? 0", s.src, what, missing.key, describe(t, group, groupMeta), missing.in, missing.key)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("formula %q: %v", s.src, err)
@@ -768,34 +769,29 @@ func valueKind(v any) string {
 }
 
 // describe lists what a trajectory, of a group whose own metrics are
-// group, offers a formula, for an error about a name it lacks.
-func describe(t *trajectory.Trajectory, group map[string]float64) string {
-	var gm, metrics, comps []string
-	for k := range group {
-		gm = append(gm, k)
-	}
-	for k := range t.Metrics {
-		metrics = append(metrics, k)
-	}
+// group and whose own metadata is groupMeta, offers a formula, for an
+// error about a name it lacks. The metadata keys are listed too: a
+// misspelt one (spt == "hard") is otherwise told of no such key.
+func describe(t *trajectory.Trajectory, group map[string]float64, groupMeta map[string]string) string {
+	comps := make([]string, 0, len(t.RewardComponents))
 	for _, c := range t.RewardComponents {
 		comps = append(comps, c.Name)
 	}
-	sort.Strings(gm)
-	sort.Strings(metrics)
 	sort.Strings(comps)
 	var parts []string
-	if len(gm) > 0 {
-		parts = append(parts, "group metrics "+strings.Join(gm, ", "))
+	add := func(what string, names []string) {
+		if len(names) > 0 {
+			parts = append(parts, what+" "+strings.Join(names, ", "))
+		}
 	}
-	if len(metrics) > 0 {
-		parts = append(parts, "metrics "+strings.Join(metrics, ", "))
-	}
-	if len(comps) > 0 {
-		parts = append(parts, "components "+strings.Join(comps, ", "))
-	}
+	add("group metrics", slices.Sorted(maps.Keys(group)))
+	add("metrics", slices.Sorted(maps.Keys(t.Metrics)))
+	add("components", comps)
 	if t.Reward != nil {
 		parts = append(parts, "reward")
 	}
+	add("metadata", slices.Sorted(maps.Keys(t.Metadata)))
+	add("group metadata", slices.Sorted(maps.Keys(groupMeta)))
 	if len(parts) == 0 {
 		return "no metrics or components"
 	}

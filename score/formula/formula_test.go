@@ -140,7 +140,7 @@ func TestMissingLookupIsAnError(t *testing.T) {
 	for src, want := range map[string]string{
 		`metrics["solved"] == 1 ? 1 : 0`: `no metric named "solved"`,
 		`metrics.solved != 1`:            `no metric named "solved"`,
-		`components["judge"] >= 0.5`:     `no component named "judge" (has metrics illegal, judge/score, win; components ruler, win; reward); where a row may lack it, write components["judge"] ?? 0`,
+		`components["judge"] >= 0.5`:     `no component named "judge" (has metrics illegal, judge/score, win; components ruler, win; reward; metadata difficulty); where a row may lack it, write components["judge"] ?? 0`,
 		`metrics.solved in [1, 2]`:       `no metric named "solved"`,
 		`components?.ruler + metrics.x`:  `no metric named "x"`,
 	} {
@@ -198,7 +198,7 @@ func TestConditionalLookup(t *testing.T) {
 		}
 	}
 	for src, want := range map[string]string{
-		`metrics.win == 1 ? metrics.solved : 0`: `no metric named "solved" (has metrics illegal, judge/score, win; components ruler, win; reward); where a row may lack it, write metrics["solved"] ?? 0`,
+		`metrics.win == 1 ? metrics.solved : 0`: `no metric named "solved" (has metrics illegal, judge/score, win; components ruler, win; reward; metadata difficulty); where a row may lack it, write metrics["solved"] ?? 0`,
 		`metrics.x ?? metrics.y`:                `no metric named "y"`,
 		`metrics.win == 1 && components.z > 0`:  `no component named "z"`,
 	} {

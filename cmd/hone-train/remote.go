@@ -25,8 +25,8 @@ import (
 // folder, so --resume continues a published run on a fresh machine, and
 // a write is tried (runfolder.CheckWritable), so a store that refuses
 // this writer fails the call before it trains. A publish that fails at a
-// tick is warned about and retried; one that fails at the end fails the
-// run. A temporary local folder (no --out-cache) is removed once the last
+// tick is retried at the next, and warned about as publishFailures says;
+// one that fails at the end fails the run. A temporary local folder (no --out-cache) is removed once the last
 // upload succeeds.
 type remoteOut struct {
 	cache string
@@ -132,6 +132,7 @@ func (r *remoteOut) start(ctx context.Context, o *trainer.Options, log *slog.Log
 		return err
 	}
 	pctx, stop := context.WithCancel(ctx)
+	var fails publishFailures
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -143,9 +144,11 @@ func (r *remoteOut) start(ctx context.Context, o *trainer.Options, log *slog.Log
 			case <-pctx.Done():
 				return
 			case <-t.C:
-				if err := publish(pctx); err != nil && pctx.Err() == nil {
-					log.Warn("publish failed; retried at the next tick and at the end", "err", err)
+				err := publish(pctx)
+				if pctx.Err() != nil {
+					return
 				}
+				fails.record(log, err)
 			}
 		}
 	}()
@@ -174,4 +177,40 @@ func (r *remoteOut) start(ctx context.Context, o *trainer.Options, log *slog.Log
 		}
 		return runErr
 	}, nil
+}
+
+// publishWarnCap is the most failed tick publishes between two warnings
+// of the same error: with the default --publish-every of 30s, one every
+// 16 minutes while the store stays broken.
+const publishWarnCap = 32
+
+// publishFailures says when the tick publishes fail, without a warning
+// at each tick: a store that stays broken (its bucket deleted, the
+// credentials revoked during training) filled a pod's log with one line
+// every --publish-every. The first failure is warned about, then one of
+// another error, else the same error after a count of failed attempts
+// that doubles up to publishWarnCap; a success after failures says how
+// many there were.
+type publishFailures struct {
+	n    int    // failed attempts since the last success
+	next int    // the attempt that warns about the same error again
+	last string // the error last seen
+}
+
+// record takes the outcome of one tick publish.
+func (p *publishFailures) record(log *slog.Logger, err error) {
+	if err == nil {
+		if p.n > 0 {
+			log.Info(fmt.Sprintf("published again after %d failed attempts", p.n), "failed_attempts", p.n)
+		}
+		*p = publishFailures{}
+		return
+	}
+	p.n++
+	msg := err.Error()
+	if p.n == 1 || msg != p.last || p.n >= p.next {
+		p.next = p.n + min(p.n, publishWarnCap)
+		log.Warn("publish failed; retried at each tick and at the end", "err", err, "failed_attempts", p.n, "next_warning_at_attempt", p.next)
+	}
+	p.last = msg
 }

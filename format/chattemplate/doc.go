@@ -20,7 +20,8 @@
 // and the isdigit, isalpha, isspace, isalnum, isupper and islower tests,
 // which the engine has not (strextra.go), and the title
 // filter by jinja2's; the center filter and the escaped, filter and test
-// tests, which the engine has not, are ours (rarenames.go). {{ }} and the
+// tests, which the engine has not, are ours (rarenames.go), as are the
+// slice and attr filters (slicefilter.go). {{ }} and the
 // string filter print a value as Python's str() does (pystr.go: floats,
 // None, lists and dicts). The list, round, int and format filters are
 // jinja2's too (pyfilters.go, pyformat.go: a dict's list is its keys;

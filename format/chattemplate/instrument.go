@@ -812,6 +812,7 @@ func renameFilters(code string) string {
 		!strings.Contains(code, "append") && !strings.Contains(code, "insert") && !strings.Contains(code, "update") &&
 		!strings.Contains(code, "find") && !strings.Contains(code, "index") && !strings.Contains(code, "count") &&
 		!strings.Contains(code, "title") && !strings.Contains(code, "capitalize") && !strings.Contains(code, "center") &&
+		!strings.Contains(code, "slice") && !strings.Contains(code, "attr") &&
 		!slices.ContainsFunc(strExtraNames(), func(name string) bool { return strings.Contains(code, name) }) {
 		return code
 	}
@@ -924,6 +925,10 @@ func renamedFilter(name string) string {
 		return titleName
 	case "center":
 		return centerName
+	case "slice":
+		return sliceName
+	case "attr":
+		return attrName
 	}
 	return ""
 }

@@ -33,6 +33,8 @@ const (
 func rareNameCallables() map[string]jinja.Value {
 	return map[string]jinja.Value{
 		centerName: jinja.NewCallable("center", centerFilter),
+		sliceName:  jinja.NewCallable("slice", sliceFilter),
+		attrName:   jinja.NewCallable("attr", attrFilter),
 	}
 }
 

@@ -15,7 +15,8 @@
 // str.strip() strips (U+001C..U+001F as well), and so are the str methods
 // templates cut messages with (split, rsplit, strip, lstrip, rstrip,
 // startswith, endswith: strmethods.go; find, rfind, index, rindex, count,
-// title, capitalize: strsearch.go), by Python's versions, as are join,
+// title, capitalize: strsearch.go; format, with names, .attr and [key]
+// and format specs: strformat.go), by Python's versions, as are join,
 // splitlines, removeprefix, removesuffix, zfill, ljust, rjust, center
 // and the isdigit, isalpha, isspace, isalnum, isupper and islower tests,
 // which the engine has not (strextra.go), and the title

@@ -27,7 +27,7 @@ const strMethodPrefix = "__hone_str_"
 // strMethodNames are the str methods replaced by ours.
 func strMethodNames() []string {
 	return append([]string{"split", "rsplit", "strip", "lstrip", "rstrip", "startswith", "endswith",
-		"find", "rfind", "index", "rindex", "count", "title", "capitalize"}, strExtraNames()...)
+		"find", "rfind", "index", "rindex", "count", "title", "capitalize", "format"}, strExtraNames()...)
 }
 
 // isStrMethod reports whether name is one of strMethodNames.
@@ -73,6 +73,8 @@ func strMethod(name string) func([]jinja.Value, map[string]jinja.Value) (jinja.V
 			return jinja.NewString(pyTitle(s)), nil
 		case "capitalize":
 			return jinja.NewString(pyCapitalize(s)), nil
+		case "format":
+			return pyStrFormat(s, rest, kwargs)
 		case "startswith", "endswith":
 			return pyAffix(s, rest, kwargs, name)
 		default:

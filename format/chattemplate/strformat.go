@@ -1,0 +1,476 @@
+package chattemplate
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/ardanlabs/jinja"
+)
+
+// pyStrFormat is Python's str.format(*args, **kwargs) as jinja2's sandbox
+// runs it: {} {0} {name}, .attr and [key] after the name (read as the
+// sandbox reads them, a dict's key either way), !s and !r, {{ and }}, and
+// a format spec after the colon (formatSpec). The engine's method knew
+// positions alone: {name} and every spec were printed as written, None
+// as "" and 1.0 as 1, and {{ stayed doubled. A spec with a field inside
+// it ({:{width}}) is refused, where Python would fill it in.
+func pyStrFormat(s string, args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+	var b strings.Builder
+	next, manual := 0, false
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '}' && i+1 < len(s) && s[i+1] == '}', c == '{' && i+1 < len(s) && s[i+1] == '{':
+			b.WriteByte(c)
+			i += 2
+			continue
+		case c == '}':
+			return jinja.Undefined(), errors.New("ValueError: Single '}' encountered in format string")
+		case c != '{':
+			b.WriteByte(c)
+			i++
+			continue
+		}
+		end, err := fieldEnd(s, i+1)
+		if err != nil {
+			return jinja.Undefined(), err
+		}
+		name, conv, spec := splitField(s[i+1 : end])
+		if name == "" || name[0] == '.' || name[0] == '[' {
+			// only a field with no name at all is numbered for the caller;
+			// Python looks {[k]} up as the keyword ''
+			if name == "" {
+				if manual {
+					return jinja.Undefined(), errors.New("ValueError: cannot switch from manual field specification to automatic field numbering")
+				}
+				name, next = strconv.Itoa(next), next+1
+			}
+		} else if next > 0 && name[0] >= '0' && name[0] <= '9' {
+			// string.Formatter, which the sandbox formats with, says this
+			// for either switch
+			return jinja.Undefined(), errors.New("ValueError: cannot switch from manual field specification to automatic field numbering")
+		} else if name[0] >= '0' && name[0] <= '9' {
+			manual = true
+		}
+		v, err := formatField(name, args, kwargs)
+		if err != nil {
+			return jinja.Undefined(), err
+		}
+		text, err := convertAndFormat(v, conv, spec)
+		if err != nil {
+			return jinja.Undefined(), err
+		}
+		if b.Len()+len(text) > DefaultValueBytes {
+			return jinja.Undefined(), errors.New("str.format: the result is past the value bytes limit")
+		}
+		b.WriteString(text)
+		i = end + 1
+	}
+	return jinja.NewString(b.String()), nil
+}
+
+// fieldEnd is the index of the } that closes the field starting at i,
+// past a [key] (which may hold a colon or a brace); a nested field is
+// refused (see pyStrFormat).
+func fieldEnd(s string, i int) (int, error) {
+	for ; i < len(s); i++ {
+		switch s[i] {
+		case '[':
+			j := strings.IndexByte(s[i:], ']')
+			if j < 0 {
+				return 0, errors.New("ValueError: expected '}' before end of string")
+			}
+			i += j
+		case '{':
+			return 0, errors.New("str.format: a replacement field inside a format spec is not supported")
+		case '}':
+			return i, nil
+		}
+	}
+	return 0, errors.New("ValueError: expected '}' before end of string")
+}
+
+// splitField cuts a field into its name, conversion and spec; a colon or
+// ! inside [key] is the key's.
+func splitField(f string) (name, conv, spec string) {
+	i := 0
+	for ; i < len(f) && f[i] != '!' && f[i] != ':'; i++ {
+		if f[i] == '[' {
+			i += strings.IndexByte(f[i:], ']')
+		}
+	}
+	name, f = f[:i], f[i:]
+	if strings.HasPrefix(f, "!") {
+		conv, f = f[1:], ""
+		if j := strings.IndexByte(conv, ':'); j >= 0 {
+			conv, f = conv[:j], conv[j:]
+		}
+		if conv == "" {
+			conv = "!" // Python's "end of string while looking for conversion specifier"
+		}
+	}
+	return name, conv, strings.TrimPrefix(f, ":")
+}
+
+// formatField looks the field's name up among the arguments and follows
+// its .attr and [key] parts.
+func formatField(name string, args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+	first := strings.IndexAny(name, ".[")
+	if first < 0 {
+		first = len(name)
+	}
+	arg, rest := name[:first], name[first:]
+	var v jinja.Value
+	missing := ""
+	if n, err := strconv.Atoi(arg); err == nil {
+		if n >= len(args) {
+			return jinja.Undefined(), errors.New("IndexError: tuple index out of range")
+		}
+		v = args[n]
+	} else {
+		kv, ok := kwargs[arg]
+		if !ok {
+			return jinja.Undefined(), fmt.Errorf("KeyError: '%s'", arg)
+		}
+		v = kv
+	}
+	for rest != "" {
+		var key string
+		dot := rest[0] == '.'
+		if dot {
+			j := strings.IndexAny(rest[1:], ".[") + 1
+			if j == 0 {
+				j = len(rest)
+			}
+			key, rest = rest[1:j], rest[j:]
+			if key == "" {
+				return jinja.Undefined(), errors.New("ValueError: Empty attribute in format string")
+			}
+		} else {
+			j := strings.IndexByte(rest, ']')
+			if j < 0 {
+				return jinja.Undefined(), errors.New("ValueError: Missing ']' in format string")
+			}
+			key, rest = rest[1:j], rest[j+1:]
+			if rest != "" && rest[0] != '.' && rest[0] != '[' {
+				return jinja.Undefined(), errors.New("ValueError: Only '.' or '[' may follow ']' in format field specifier")
+			}
+		}
+		if v.IsUndefined() {
+			return jinja.Undefined(), errors.New(missing)
+		}
+		v, missing = formatMember(v, key, dot)
+	}
+	return v, nil
+}
+
+// formatMember is the sandbox's getattr (dot) or getitem: a dict's key
+// either way, a list's or a string's item only by [digits], and
+// Undefined for what is missing, with the UndefinedError's message that
+// reading a member of it raises.
+func formatMember(v jinja.Value, key string, dot bool) (jinja.Value, string) {
+	n, numErr := strconv.Atoi(key)
+	isIndex := !dot && numErr == nil
+	switch {
+	case v.IsDict():
+		if item, ok := v.AsDict().Get(key); ok && !isIndex {
+			return item, ""
+		}
+	case v.IsList() && isIndex:
+		if n >= 0 && n < len(v.AsList().Items) {
+			return v.AsList().Items[n], ""
+		}
+	case v.IsString() && isIndex:
+		if r := []rune(v.AsString()); n >= 0 && n < len(r) {
+			return jinja.NewString(string(r[n])), ""
+		}
+	}
+	if isIndex {
+		return jinja.Undefined(), fmt.Sprintf("UndefinedError: %s object has no element %d", pyTypeName(v), n)
+	}
+	return jinja.Undefined(), fmt.Sprintf("UndefinedError: '%s object' has no attribute '%s'", pyTypeName(v), key)
+}
+
+// convertAndFormat applies a field's !s or !r, then its spec.
+func convertAndFormat(v jinja.Value, conv, spec string) (string, error) {
+	switch conv {
+	case "":
+	case "s":
+		v = jinja.NewString(pythonStr(v))
+	case "r":
+		var b strings.Builder
+		writeRepr(&b, v)
+		v = jinja.NewString(b.String())
+	case "!":
+		return "", errors.New("ValueError: end of string while looking for conversion specifier")
+	default:
+		if len(conv) > 1 {
+			return "", errors.New("ValueError: expected ':' after conversion specifier")
+		}
+		return "", fmt.Errorf("ValueError: Unknown conversion specifier %s", conv)
+	}
+	return formatSpec(v, spec)
+}
+
+// pySpec is a parsed format spec:
+// [[fill]align][sign][#][0][width][grouping][.precision][type].
+type pySpec struct {
+	fill            rune
+	align, sign     byte
+	alt, zero       bool
+	width, prec     int // prec -1: none given
+	group, typ      byte
+	alignGiven, any bool
+}
+
+// parsePySpec parses spec as Python's format mini-language does; what is
+// left over is Python's "Invalid format specifier".
+func parsePySpec(spec string, v jinja.Value) (pySpec, error) {
+	p := pySpec{fill: ' ', prec: -1, any: spec != ""}
+	bad := fmt.Errorf("ValueError: Invalid format specifier '%s' for object of type '%s'", spec, pyTypeName(v))
+	if r, n := utf8.DecodeRuneInString(spec); n > 0 && n < len(spec) && strings.IndexByte("<>=^", spec[n]) >= 0 {
+		p.fill, p.align, p.alignGiven, spec = r, spec[n], true, spec[n+1:]
+	} else if spec != "" && strings.IndexByte("<>=^", spec[0]) >= 0 {
+		p.align, p.alignGiven, spec = spec[0], true, spec[1:]
+	}
+	if spec != "" && strings.IndexByte("+- ", spec[0]) >= 0 {
+		p.sign, spec = spec[0], spec[1:]
+	}
+	if strings.HasPrefix(spec, "#") {
+		p.alt, spec = true, spec[1:]
+	}
+	if strings.HasPrefix(spec, "0") {
+		p.zero, spec = true, spec[1:]
+	}
+	digits := func() (int, bool) {
+		j := 0
+		for j < len(spec) && spec[j] >= '0' && spec[j] <= '9' {
+			j++
+		}
+		n, err := strconv.Atoi(spec[:j])
+		spec = spec[j:]
+		return n, err == nil
+	}
+	if n, ok := digits(); ok {
+		if n > DefaultValueBytes {
+			return p, fmt.Errorf("str.format: width %d is past the value bytes limit", n)
+		}
+		p.width = n
+	}
+	if spec != "" && (spec[0] == ',' || spec[0] == '_') {
+		p.group, spec = spec[0], spec[1:]
+	}
+	if strings.HasPrefix(spec, ".") {
+		spec = spec[1:]
+		n, ok := digits()
+		if !ok {
+			return p, errors.New("ValueError: Format specifier missing precision")
+		}
+		p.prec = min(n, 1000) // Python's own precision cap is far above what a template prints
+	}
+	if len(spec) == 1 {
+		p.typ, spec = spec[0], ""
+	}
+	if spec != "" {
+		return p, bad
+	}
+	if p.zero && !p.alignGiven {
+		p.fill, p.align = '0', '='
+	}
+	return p, nil
+}
+
+// formatSpec is Python's format(v, spec) for the values a template holds:
+// strings, ints and bools, floats, and str() of anything else when the
+// spec is empty.
+func formatSpec(v jinja.Value, spec string) (string, error) {
+	if spec == "" {
+		return pythonStr(v), nil
+	}
+	p, err := parsePySpec(spec, v)
+	if err != nil {
+		return "", err
+	}
+	unknown := fmt.Errorf("ValueError: Unknown format code '%c' for object of type '%s'", p.typ, pyTypeName(v))
+	switch {
+	case v.IsString():
+		return p.formatString(v.AsString(), unknown)
+	case v.IsInt() || v.IsBool():
+		if p.typ != 0 && strings.IndexByte("eEfFgG%", p.typ) >= 0 {
+			return p.formatFloat(floatOf(v), unknown)
+		}
+		return p.formatInt(intOf(v), unknown)
+	case v.IsFloat():
+		return p.formatFloat(v.AsFloat(), unknown)
+	}
+	typ := pyTypeName(v)
+	if v.IsUndefined() {
+		typ = "Undefined"
+	}
+	return "", fmt.Errorf("TypeError: unsupported format string passed to %s.__format__", typ)
+}
+
+func (p pySpec) formatString(s string, unknown error) (string, error) {
+	switch {
+	case p.typ != 0 && p.typ != 's':
+		return "", unknown
+	case p.sign != 0:
+		return "", errors.New("ValueError: Sign not allowed in string format specifier")
+	case p.alt:
+		return "", errors.New("ValueError: Alternate form (#) not allowed in string format specifier")
+	case p.align == '=':
+		return "", errors.New("ValueError: '=' alignment not allowed in string format specifier")
+	case p.group != 0:
+		return "", fmt.Errorf("ValueError: Cannot specify '%c' with 's'.", p.group)
+	}
+	if p.prec >= 0 && utf8.RuneCountInString(s) > p.prec {
+		s = string([]rune(s)[:p.prec])
+	}
+	return p.pad("", s, '<'), nil
+}
+
+func (p pySpec) formatInt(n int64, unknown error) (string, error) {
+	if p.prec >= 0 {
+		return "", errors.New("ValueError: Precision not allowed in integer format specifier")
+	}
+	base, prefix := 10, ""
+	switch p.typ {
+	case 0, 'd', 'n':
+	case 'b', 'o', 'x', 'X':
+		base = map[byte]int{'b': 2, 'o': 8, 'x': 16, 'X': 16}[p.typ]
+		if p.alt {
+			prefix = "0" + string(p.typ)
+		}
+	case 'c':
+		if n < 0 || n > utf8.MaxRune {
+			return "", errors.New("OverflowError: %c arg not in range(0x110000)")
+		}
+		return p.pad("", string(rune(n)), '>'), nil
+	default:
+		return "", unknown
+	}
+	digits := strconv.FormatUint(uint64(max(n, -n)), base)
+	if n == math.MinInt64 {
+		digits = strings.TrimPrefix(strconv.FormatInt(n, base), "-")
+	}
+	if p.typ == 'X' {
+		digits = strings.ToUpper(digits)
+	}
+	if p.group != 0 {
+		every := 3
+		if base != 10 {
+			every = 4
+		}
+		digits = groupDigits(digits, p.group, every)
+	}
+	return p.pad(p.signOf(n < 0)+prefix, digits, '>'), nil
+}
+
+func (p pySpec) formatFloat(f float64, unknown error) (string, error) {
+	if p.typ != 0 && strings.IndexByte("eEfFgGn%", p.typ) < 0 {
+		return "", unknown
+	}
+	neg := math.Signbit(f) && !math.IsNaN(f)
+	f = math.Abs(f)
+	prec := p.prec
+	var body string
+	switch {
+	case math.IsInf(f, 0) || math.IsNaN(f):
+		body = map[bool]string{true: "inf", false: "nan"}[math.IsInf(f, 0)]
+		if p.typ == '%' {
+			body += "%"
+		}
+	case p.typ == 0 && prec < 0:
+		body = pythonFloat(f)
+	case p.typ == 0, p.typ == 'g', p.typ == 'G', p.typ == 'n':
+		if prec < 0 {
+			prec = 6
+		}
+		body = strconv.FormatFloat(f, 'g', max(prec, 1), 64)
+		if p.typ == 0 && !strings.ContainsAny(body, ".e") {
+			body += ".0" // Python's none-type keeps a digit past the point
+		}
+	case p.typ == '%':
+		body = strconv.FormatFloat(f*100, 'f', precOr6(prec), 64) + "%"
+	default:
+		body = strconv.FormatFloat(f, map[byte]byte{'e': 'e', 'E': 'e', 'f': 'f', 'F': 'f'}[p.typ], precOr6(prec), 64)
+	}
+	if p.alt && !strings.Contains(body, ".") && !math.IsInf(f, 0) && !math.IsNaN(f) {
+		if j := strings.IndexAny(body, "e%"); j >= 0 {
+			body = body[:j] + "." + body[j:]
+		} else {
+			body += "."
+		}
+	}
+	if p.group != 0 {
+		intPart, frac := body, ""
+		if j := strings.IndexAny(body, ".e%"); j >= 0 {
+			intPart, frac = body[:j], body[j:]
+		}
+		body = groupDigits(intPart, p.group, 3) + frac
+	}
+	if p.typ == 'E' || p.typ == 'F' || p.typ == 'G' {
+		body = strings.ToUpper(body)
+	}
+	return p.pad(p.signOf(neg), body, '>'), nil
+}
+
+func precOr6(prec int) int {
+	if prec < 0 {
+		return 6
+	}
+	return prec
+}
+
+// signOf is the sign the spec writes before a number.
+func (p pySpec) signOf(neg bool) string {
+	switch {
+	case neg:
+		return "-"
+	case p.sign == '+':
+		return "+"
+	case p.sign == ' ':
+		return " "
+	}
+	return ""
+}
+
+// groupDigits puts sep between every group of digits, from the right.
+func groupDigits(digits string, sep byte, every int) string {
+	var b strings.Builder
+	for i, c := range digits {
+		if i > 0 && (len(digits)-i)%every == 0 {
+			b.WriteByte(sep)
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// pad fills prefix+body out to the spec's width: align's side (def when
+// none is given), both sides for ^ (the odd fill on the right), or
+// between prefix and body for =.
+func (p pySpec) pad(prefix, body string, def byte) string {
+	n := p.width - utf8.RuneCountInString(prefix) - utf8.RuneCountInString(body)
+	if n <= 0 {
+		return prefix + body
+	}
+	fill := func(k int) string { return strings.Repeat(string(p.fill), k) }
+	align := p.align
+	if align == 0 {
+		align = def
+	}
+	switch align {
+	case '<':
+		return prefix + body + fill(n)
+	case '^':
+		return fill(n/2) + prefix + body + fill(n-n/2)
+	case '=':
+		return prefix + fill(n) + body
+	}
+	return fill(n) + prefix + body
+}

@@ -1,0 +1,62 @@
+"""Writes golden.json: Python's str.format as templates call it
+('{}: {}'.format(a, b)), with names, attributes, items, conversions and
+format specs, each case with what jinja2 rendered or raised, set up as
+testdata/templates/py/check_jinja2.py sets it up (transformers'
+settings: the sandbox's formatter). TestStrFormatMatchJinja2 renders
+each with the same variables and demands the same text, or an error
+saying what jinja2's said.
+
+Usage (from the repository root):
+  python3 format/chattemplate/testdata/strformat/make_golden.py > format/chattemplate/testdata/strformat/golden.json
+
+Left out: a replacement field inside a spec ({:{w}}), which Hone
+refuses, !a, and .format(**d), which reaches the engine's method.
+"""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "testdata" / "templates" / "py"))
+from golden_cases import rendered_or_error, write_golden  # noqa: E402
+
+VARS = {"m": {"role": "user", "content": "hi", "tool_calls": [{"name": "f"}]}, "x": 3.14159, "n": 7, "big": 1234567,
+        "neg": -42, "d": {"a": 1, "b": [1.0, None]}, "fmt": "<{role}|{content}>"}
+
+CASES = [
+    "{{ '{}: {}'.format(m.role, m.content) }}|{{ '{role}'.format(role=m.role) }}|{{ '{0}{1}{0}'.format('a', 'b') }}",
+    "{{ fmt.format(role=m.role, content=m.content) }}|{{ fmt.format(role=1, content=none) }}",
+    "{{ '{}|{}|{}|{}|{}'.format(none, true, 1.0, d, [1, 'a']) }}",
+    "{{ '{{x}}'.format() }}|{{ '{{{}}}'.format(1) }}|{{ '}}{{'.format() }}",
+    "{{ '{0.role}'.format(m) }}|{{ '{0[content]}'.format(m) }}|{{ '{m[tool_calls][0][name]}'.format(m=m) }}|[{{ '{0[nope]}'.format(m) }}]|[{{ '{0[5]}'.format([1]) }}]|{{ '{0[1]}'.format('ab') }}",
+    "{{ '{0.tool_calls.0.name}'.format(m) }}",
+    "{{ '{0[nope][x]}'.format(m) }}",
+    "{{ '{0[3].x}'.format([1]) }}",
+    "{{ '{:>3}'.format(m.nope) }}",
+    "{{ '{!r}'.format('a') }}|{{ '{!s:>4}'.format(1) }}|{{ '{0!r:<8}|'.format('b') }}|{{ '{!r}'.format(d) }}",
+    "{{ '{:.2f}'.format(x) }}|{{ '{:>5}|{:<5}|{:^5}|{:^6}'.format('a', 'b', 'c', 'd') }}|{{ '{:05d}'.format(n) }}|{{ '{:,}'.format(big) }}|{{ '{:_}'.format(big) }}",
+    "{{ '{:*^9}'.format('ab') }}|{{ '{:+d}'.format(n) }}|{{ '{: d}'.format(n) }}|{{ '{:.3}'.format('abcdef') }}|{{ '{:e}'.format(x) }}|{{ '{:E}'.format(x) }}|{{ '{:%}'.format(0.5) }}|{{ '{:.1%}'.format(0.25) }}|{{ '{:10.3f}'.format(x) }}",
+    "{{ '{:x}|{:X}|{:#x}|{:o}|{:#o}|{:b}|{:#b}|{:_b}|{:c}'.format(255, 255, 255, 8, 8, 5, 5, 255, 65) }}",
+    "{{ '{:g}|{:g}|{:g}|{:.3g}|{:G}|{:.3}|{:.3}|{:10}|{:<10}|'.format(x, 1e20, 0.0001, 1234.5, 1e-10, x, 3.0, 1.5, 2.5) }}",
+    "{{ '{:5}|{:<5}|{:05}|{:=+6}|{:06.2f}|{:,.2f}|{:+.1f}|{:d}|{:>4}'.format(neg, neg, neg, n, -x, 1234567.891, x, true, false) }}",
+    "{{ '{:f}|{:.0f}|{:#.0f}|{:.2e}|{:.1e}|{:.2f}'.format(n, 2.5, 2.0, 12345, 1e300, -0.001) }}",
+    "{{ '{:.2f}'.format(none) }}",
+    "{{ '{:d}'.format('a') }}",
+    "{{ '{:d}'.format(x) }}",
+    "{{ '{:.2d}'.format(n) }}",
+    "{{ '{:+}'.format('a') }}",
+    "{{ '{:,s}'.format('a') }}",
+    "{{ '{:=5}'.format('a') }}",
+    "{{ '{:q}'.format(n) }}",
+    "{{ '{:5x5}'.format(n) }}",
+    "{{ '{} {}'.format(1) }}",
+    "{{ '{name}'.format(1) }}",
+    "{{ '{0} {}'.format(1, 2) }}",
+    "{{ '{} {0}'.format(1, 2) }}",
+    "{{ '{!x}'.format(1) }}",
+    "{{ 'a}b'.format() }}",
+    "{{ 'a{b'.format() }}",
+    "{{ '{[role]}'.format(m) }}",
+]
+
+
+if __name__ == "__main__":
+    write_golden(VARS, CASES, rendered_or_error)

@@ -639,9 +639,6 @@ func (w *rewriter) openBody(s segment, kw, content, code string) error {
 				}
 			}
 		}
-		if err := macroDefaultCommas(content); err != nil {
-			return err
-		}
 		var rewritten string
 		if rewritten, deferred = deferDefaults(content); deferred != nil {
 			code = renameFilters(rewritten)

@@ -68,27 +68,6 @@ func balancedBrackets(code string) bool {
 	}
 }
 
-// macroDefaultCommas refuses a macro whose default value holds a comma,
-// in a string or between brackets (sep=", ", a=[1, 2]): the engine cuts
-// the parameter list at every comma (parseMacro), so such a default lost
-// its rest (a='a,b' rendered as a) or, wrapped by guardMacroDefaults,
-// failed to compile with an error that blamed Hone. jinja2 takes the
-// whole value.
-func macroDefaultCommas(content string) error {
-	_, params, ok := strings.Cut(strings.TrimSpace(content), "(")
-	if !ok {
-		return nil
-	}
-	for _, part := range splitTopLevel(strings.TrimSuffix(params, ")")) {
-		name, value, ok := strings.Cut(part, "=")
-		if ok && strings.Contains(value, ",") {
-			return &staticError{fmt.Sprintf("a comma inside the default value of %s (%s): the engine cuts a macro's parameters at every comma, so it would lose the value's rest",
-				strings.TrimSpace(name), strings.TrimSpace(value))}
-		}
-	}
-	return nil
-}
-
 // unsetName is both the value a macro parameter whose default pyOps
 // rewrites is given as its default and the test for it: __hone_unset(a)
 // is true when a holds that value (deferDefaults).
@@ -111,14 +90,15 @@ type deferredDefault struct {
 }
 
 // deferDefaults takes out of a {% macro %} tag's content the default
-// values that pyOps rewrites (2 ** 3, x.y, 1 + 'x'): the engine cuts the
-// parameter list at every comma, and the calls pyOps writes have commas,
-// so it evaluated them as written (2 ** 3 gave 8.0, x.y with x undefined
-// ""). Each such parameter gets unsetName as its default, and its body
+// values that hold a comma, in a string or between brackets (sep=", ",
+// a=[1, 2]), and those that pyOps rewrites (2 ** 3, x.y, 1 + 'x'): the
+// engine cuts the parameter list at every comma (parseMacro), so a
+// default with one lost its rest (Hone refused the template), and the
+// calls pyOps writes have commas, so it evaluated those as written
+// (2 ** 3 gave 8.0, x.y with x undefined ""). Each such parameter gets unsetName as its default, and its body
 // starts with a set of its default where it holds that value (deferred):
 // evaluated only for a parameter left out, after the parameters before
-// it, as jinja2 evaluates it. content has no comma in a default
-// (macroDefaultCommas); the other defaults stay as written.
+// it, as jinja2 evaluates it. The other defaults stay as written.
 func deferDefaults(content string) (string, []deferredDefault) {
 	head, params, ok := strings.Cut(content, "(")
 	end := strings.LastIndexByte(params, ')')
@@ -130,7 +110,7 @@ func deferDefaults(content string) (string, []deferredDefault) {
 	for i, part := range parts {
 		name, value, ok := strings.Cut(part, "=")
 		value = strings.TrimSpace(value)
-		if !ok || pyOps(value) == value || !isIdent(strings.TrimSpace(name)) {
+		if !ok || (pyOps(value) == value && !strings.Contains(value, ",")) || !isIdent(strings.TrimSpace(name)) {
 			continue
 		}
 		deferred = append(deferred, deferredDefault{strings.TrimSpace(name), value})

@@ -5,7 +5,7 @@ import (
 	"regexp"
 	"strconv"
 
-	"github.com/hone-rl/hone/internal/flagval"
+	"github.com/hone-rl/hone/format/urlmask"
 )
 
 // failureAdvice says what to check when every episode failed. Episodes
@@ -52,7 +52,7 @@ func failureCause(o Options, scripted bool, t *errorTally, failures int) string 
 		return fmt.Sprintf("no model call failed but for a prompt too long; check the environment (its program or server, --env, --env-opt) and the scenarios, where %d of the episodes failed; %s",
 			t.envFail, promptAdvice(fmt.Sprintf("%d of the episodes", t.promptFull), t.promptMsg))
 	}
-	where := flagval.Shown(o.Model.BaseURL)
+	where := urlmask.Shown(o.Model.BaseURL)
 	if where == "" {
 		where = "api.openai.com (no --base-url or $OPENAI_BASE_URL given)"
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/shard"
 	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/format/urlmask"
 	"github.com/hone-rl/hone/internal/flagval"
 	"github.com/hone-rl/hone/internal/stageerr"
 )
@@ -478,7 +479,7 @@ func unreachable(o Options, model *Model, t *errorTally, groups, failed, succeed
 	if model == nil || model.answered.Load() {
 		return nil
 	}
-	where := flagval.Shown(o.Model.BaseURL)
+	where := urlmask.Shown(o.Model.BaseURL)
 	if where == "" {
 		where = "api.openai.com (no --base-url or $OPENAI_BASE_URL given)"
 	}
@@ -499,7 +500,7 @@ func unreachable(o Options, model *Model, t *errorTally, groups, failed, succeed
 func baseHost(base string) string {
 	u, err := url.Parse(base)
 	if err != nil || u.Hostname() == "" {
-		return flagval.Shown(base)
+		return urlmask.Shown(base)
 	}
 	return u.Hostname()
 }

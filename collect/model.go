@@ -19,7 +19,7 @@ import (
 	"github.com/hone-rl/hone/format/chatmsg"
 	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/format/trajectory"
-	"github.com/hone-rl/hone/internal/flagval"
+	"github.com/hone-rl/hone/format/urlmask"
 	"github.com/hone-rl/hone/internal/retry"
 	"github.com/hone-rl/hone/internal/servedmodels"
 )
@@ -241,7 +241,7 @@ func (m *Model) firstCallStop(ce *callError) error {
 		// server's cap" misnamed a model's context as the cause.
 		return &limitError{
 			msg: fmt.Sprintf("--max-tokens over %s: --max-tokens %d %s at %s, so every call is refused (%v); lower --max-tokens",
-				limit, m.o.MaxTokens, over, flagval.Shown(orDefault(m.o.BaseURL, openAIBaseURL)), ce),
+				limit, m.o.MaxTokens, over, urlmask.Shown(orDefault(m.o.BaseURL, openAIBaseURL)), ce),
 			errs: []error{ErrMaxTokensOverCap, ce},
 		}
 	}
@@ -310,7 +310,7 @@ func missingModel(ce *callError) bool {
 // notFound is the error that stops a run at a call that failed for a
 // model the server does not serve.
 func (m *Model) notFound(ce *callError) error {
-	return fmt.Errorf("%w: %q at %s, %w", ErrModelNotFound, m.o.Model, flagval.Shown(orDefault(m.o.BaseURL, openAIBaseURL)), ce)
+	return fmt.Errorf("%w: %q at %s, %w", ErrModelNotFound, m.o.Model, urlmask.Shown(orDefault(m.o.BaseURL, openAIBaseURL)), ce)
 }
 
 // notFoundAdvice is err, notFound's error, with the models the server
@@ -454,7 +454,7 @@ func (m *Model) once(ctx context.Context, body []byte) (trajectory.Message, erro
 	latency := time.Since(start)
 	if err != nil {
 		// openai-go returns the client's *url.Error as it is.
-		err = flagval.ShownErr(err)
+		err = urlmask.ShownErr(err)
 		var apiErr *openai.Error
 		switch {
 		case errors.As(err, &apiErr):

@@ -21,6 +21,7 @@ import (
 	"github.com/hone-rl/hone/format/shard"
 	"github.com/hone-rl/hone/format/tokenizer"
 	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/format/urlmask"
 	"github.com/hone-rl/hone/internal/flagval"
 	"github.com/hone-rl/hone/internal/retry"
 	"github.com/hone-rl/hone/internal/stageerr"
@@ -472,9 +473,9 @@ func buildJudge(ctx context.Context, opts Options, log *slog.Logger, files *file
 		if shown == "" {
 			shown = judge.OpenAIBaseURL // where an empty base URL sends the calls
 		}
-		// Masked (flagval.Shown): a password or token in the URL's userinfo
+		// Masked (urlmask.Shown): a password or token in the URL's userinfo
 		// would be in every run's stderr.
-		log.Info("judge", "model", opts.JudgeModel, "base_url", flagval.Shown(shown), "api_key_set", key != "")
+		log.Info("judge", "model", opts.JudgeModel, "base_url", urlmask.Shown(shown), "api_key_set", key != "")
 		if w := flagval.CredentialsNotSent("--judge-base-url (or $OPENAI_BASE_URL)", base, "--judge-api-key or $OPENAI_API_KEY"); w != "" {
 			log.Warn("judge: " + w)
 		}

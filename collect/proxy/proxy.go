@@ -86,6 +86,7 @@ import (
 	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/format/urlmask"
 	"github.com/hone-rl/hone/internal/flagval"
 	"github.com/hone-rl/hone/internal/stageerr"
 )
@@ -505,16 +506,16 @@ func relay(w http.ResponseWriter, body io.Reader) {
 // with a request that has no Authorization header, and send sets the
 // agent's own (OpenAI clients always send one) or --api-key's Bearer: an
 // upstream that needs them answered 401 with no word of why. Masked
-// (flagval.Shown), as the listening line is.
+// (urlmask.Shown), as the listening line is.
 func upstreamCredentials(o Options) string {
 	u, err := url.Parse(o.Upstream)
 	if err != nil || u.User == nil {
 		return ""
 	}
 	if o.APIKey != "" {
-		return fmt.Sprintf("--upstream %s: the credentials in the URL's userinfo are not sent (the upstream gets --api-key's key, as Authorization: Bearer)", flagval.Shown(o.Upstream))
+		return fmt.Sprintf("--upstream %s: the credentials in the URL's userinfo are not sent (the upstream gets --api-key's key, as Authorization: Bearer)", urlmask.Shown(o.Upstream))
 	}
-	return fmt.Sprintf("--upstream %s: the credentials in the URL's userinfo go upstream (as Basic auth) only with an agent request that carries no Authorization of its own, and OpenAI clients always send one; give the upstream's key with --api-key", flagval.Shown(o.Upstream))
+	return fmt.Sprintf("--upstream %s: the credentials in the URL's userinfo go upstream (as Basic auth) only with an agent request that carries no Authorization of its own, and OpenAI clients always send one; give the upstream's key with --api-key", urlmask.Shown(o.Upstream))
 }
 
 // send makes r's request, with body, to the upstream. When it cannot, it
@@ -542,8 +543,8 @@ func (p *Proxy) send(w http.ResponseWriter, r *http.Request, body []byte) (*http
 	}
 	resp, err := p.client.Do(req)
 	if err != nil {
-		// The answer ends in the agent's logs: a token user masked (ShownErr).
-		httpError(w, http.StatusBadGateway, "upstream: "+flagval.ShownErr(err).Error())
+		// The answer ends in the agent's logs: a token user masked (urlmask.ShownErr).
+		httpError(w, http.StatusBadGateway, "upstream: "+urlmask.ShownErr(err).Error())
 		return nil, false
 	}
 	return resp, true
@@ -1350,7 +1351,7 @@ func refuseSelf(ctx context.Context, o Options, bound net.Addr) error {
 				from = "--upstream"
 			}
 			return stageerr.Usagef("proxy: upstream %s (%s) is this proxy itself, listening on %s: every request would be forwarded back to it; give --upstream the server's URL (hone-serve, vLLM), e.g. --upstream http://127.0.0.1:8000/v1",
-				flagval.Shown(o.Upstream), from, bound)
+				urlmask.Shown(o.Upstream), from, bound)
 		}
 	}
 	return nil
@@ -1390,7 +1391,7 @@ func Run(ctx context.Context, o Options) error {
 		p.o.Log.Warn(w)
 	}
 	// Masked: a password or token in the userinfo would be in every run's log.
-	p.o.Log.Info("hone-collect proxy listening", "addr", ln.Addr().String(), "upstream", flagval.Shown(o.Upstream))
+	p.o.Log.Info("hone-collect proxy listening", "addr", ln.Addr().String(), "upstream", urlmask.Shown(o.Upstream))
 	srv := &http.Server{Handler: p}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

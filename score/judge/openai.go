@@ -14,7 +14,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 
-	"github.com/hone-rl/hone/internal/flagval"
+	"github.com/hone-rl/hone/format/urlmask"
 	"github.com/hone-rl/hone/internal/retry"
 	"github.com/hone-rl/hone/internal/servedmodels"
 )
@@ -263,7 +263,7 @@ func (o *OpenAI) contextHint() string {
 // model_not_found, as collect's model calls do) and the server's message.
 func classify(err error, callCtx context.Context, timeout time.Duration, usage Usage, model, contextHint string) error {
 	// A transport error names the URL: its token user masked (ShownErr).
-	err = flagval.ShownErr(err)
+	err = urlmask.ShownErr(err)
 	var apiErr *openai.Error
 	switch {
 	case errors.As(err, &apiErr):
@@ -289,7 +289,7 @@ func classify(err error, callCtx context.Context, timeout time.Duration, usage U
 		if apiErr.Request != nil && apiErr.Request.URL != nil {
 			// Shown, not Redacted: a token given as the userinfo's user is
 			// masked too.
-			where = flagval.Shown(apiErr.Request.URL.String())
+			where = urlmask.Shown(apiErr.Request.URL.String())
 		}
 		return &Error{Kind: "http", Retryable: retry.Answer(status, apiErr.Code), Status: status, Usage: usage, RetryAfter: serverWait(apiErr.Response),
 			Err: fmt.Errorf("%s from %s: %s", retry.Label(status, apiErr.Code), where, msg)}

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/hone-rl/hone/format/fileset"
-	"github.com/hone-rl/hone/internal/flagval"
+	"github.com/hone-rl/hone/format/urlmask"
 	"github.com/hone-rl/hone/score/judge"
 )
 
@@ -69,7 +69,7 @@ type entry struct {
 	Format        string        `json:"format"`
 	Key           string        `json:"key"`
 	Model         string        `json:"model"`          // judge model requested
-	Server        string        `json:"server"`         // judge base URL, normalised (ServerKey), its userinfo's secret masked (flagval.Shown): the key tells servers apart
+	Server        string        `json:"server"`         // judge base URL, normalised (ServerKey), its userinfo's secret masked (urlmask.Shown): the key tells servers apart
 	AnsweredBy    string        `json:"answered_by"`    // model the server reported
 	PromptVersion string        `json:"prompt_version"` // for people reading the cache
 	Scores        []judge.Score `json:"scores"`
@@ -171,7 +171,7 @@ func (c *Cache) judge(ctx context.Context, key string, req judge.Request) (judge
 	if err != nil {
 		return v, err
 	}
-	e := entry{Format: formatVersion, Key: key, Model: req.Model, Server: flagval.Shown(ServerKey(c.Server)), AnsweredBy: v.Model,
+	e := entry{Format: formatVersion, Key: key, Model: req.Model, Server: urlmask.Shown(ServerKey(c.Server)), AnsweredBy: v.Model,
 		PromptVersion: req.PromptVersion, Scores: v.Scores, Usage: v.Usage}
 	// The verdict was paid for: a run stopped while the judge answered
 	// (Ctrl-C) still stores it, so the next run does not ask again, under

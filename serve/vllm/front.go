@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/hone-rl/hone/format/runfolder"
+	"github.com/hone-rl/hone/format/urlmask"
 )
 
 // Options configure a Front.
@@ -90,7 +91,7 @@ func NewFront(o Options) (*Front, error) {
 	}
 	u, err := url.Parse(strings.TrimRight(o.Upstream, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("vllm: upstream %q: want http(s)://host:port", shown(o.Upstream))
+		return nil, fmt.Errorf("vllm: upstream %q: want http(s)://host:port", urlmask.Shown(o.Upstream))
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/v1")
 	if o.KeepAdapters <= 0 {

@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/hone-rl/hone/format/urlmask"
 )
 
 // Serve serves the front on ln, with Watch running, until ctx ends; then
@@ -28,7 +30,7 @@ func (f *Front) Serve(ctx context.Context, ln net.Listener, drain time.Duration)
 	}()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
-	f.o.Log.Info("hone-serve listening in front of vLLM", "addr", ln.Addr().String(), "upstream", shown(f.base.String())) // a password or token in it masked
+	f.o.Log.Info("hone-serve listening in front of vLLM", "addr", ln.Addr().String(), "upstream", urlmask.Shown(f.base.String())) // a password or token in it masked
 	select {
 	case err := <-errc:
 		return fmt.Errorf("vllm front: %w", err)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hone-rl/hone/format/runfolder"
+	"github.com/hone-rl/hone/format/urlmask"
 	"github.com/hone-rl/hone/serve/adapters"
 )
 
@@ -464,7 +465,7 @@ func (f *Front) call(ctx context.Context, path string, body any) error {
 	}
 	resp, err := f.o.Client.Do(req)
 	if err != nil {
-		return shownErr(err) // net/http masks a password, not a token user
+		return urlmask.ShownErr(err) // net/http masks a password, not a token user
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))

@@ -69,7 +69,7 @@ type entry struct {
 	Format        string        `json:"format"`
 	Key           string        `json:"key"`
 	Model         string        `json:"model"`          // judge model requested
-	Server        string        `json:"server"`         // judge base URL, normalised (ServerKey), its userinfo's secret masked (urlmask.Shown): the key tells servers apart
+	Server        string        `json:"server"`         // judge base URL as keyed (ServerKey: normalised, its userinfo's secret masked): the key tells servers apart
 	AnsweredBy    string        `json:"answered_by"`    // model the server reported
 	PromptVersion string        `json:"prompt_version"` // for people reading the cache
 	Scores        []judge.Score `json:"scores"`
@@ -91,13 +91,20 @@ func Key(server string, req judge.Request) string {
 }
 
 // ServerKey normalises a judge base URL for the key: trailing slashes are
-// trimmed (http://h/v1/ and http://h/v1 are one server), and "" is
-// api.openai.com's, where an empty base URL sends its calls.
+// trimmed (http://h/v1/ and http://h/v1 are one server), "" is
+// api.openai.com's, where an empty base URL sends its calls, and the
+// userinfo's password or token is masked (urlmask.Shown). The secret says
+// nothing of the answer: hashing it lost the cache at each rotation of a
+// password, and made a key that names a file in a shared folder depend on
+// it. A URL without userinfo keys as it did before the mask, so its
+// entries stay hits; one with a secret keys anew, and the entries stored
+// under its old key are misses (no file at the new key's path), not
+// misreads, so formatVersion stays.
 func ServerKey(base string) string {
 	if base == "" {
 		base = judge.OpenAIBaseURL
 	}
-	return strings.TrimRight(base, "/")
+	return urlmask.Shown(strings.TrimRight(base, "/"))
 }
 
 // Path returns where the entry for key lives: a path, or a URL when Dir
@@ -171,7 +178,7 @@ func (c *Cache) judge(ctx context.Context, key string, req judge.Request) (judge
 	if err != nil {
 		return v, err
 	}
-	e := entry{Format: formatVersion, Key: key, Model: req.Model, Server: urlmask.Shown(ServerKey(c.Server)), AnsweredBy: v.Model,
+	e := entry{Format: formatVersion, Key: key, Model: req.Model, Server: ServerKey(c.Server), AnsweredBy: v.Model,
 		PromptVersion: req.PromptVersion, Scores: v.Scores, Usage: v.Usage}
 	// The verdict was paid for: a run stopped while the judge answered
 	// (Ctrl-C) still stores it, so the next run does not ask again, under

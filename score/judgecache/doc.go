@@ -4,11 +4,11 @@
 // with the same judge model, rubric and prompt version costs nothing.
 //
 // A file is named by the sha256 of the judge's server (its base URL,
-// trailing slash trimmed), the request's model, prompt version,
-// system text (which holds the rubric), user text (which holds the group's
-// content), trajectory ids and sampling temperature (when one is asked
-// for), and sits in a two-level directory
-// (DIR/ab/abcdef….json). Only verdicts that passed validation are stored.
+// trailing slash trimmed, its userinfo's password or token masked), the
+// request's model, prompt version, system text (which holds the rubric),
+// user text (which holds the group's content), trajectory ids and
+// sampling temperature (when one is asked for), and sits in a two-level
+// directory (DIR/ab/abcdef….json). Only verdicts that passed validation are stored.
 // Writes go through fileset.Create (a temporary file renamed into place,
 // or one upload), so concurrent runs and crashes leave either a whole
 // entry or none. DIR may be an object-store folder (s3://bucket/cache), so

@@ -14,7 +14,7 @@ import (
 // prints: not in the stop at a model the server does not serve, at a
 // --max-tokens over its cap, at a base URL without its /v1, at a server
 // that refuses connections, nor in the usage error of a URL that is no
-// http(s) one. They printed the URL as given, and stderr ends up in CI
+// http(s) one or does not parse (a space or a stray '%' in the password). They printed the URL as given, and stderr ends up in CI
 // logs read by more people than the server's password is given to.
 func TestBaseURLPasswordMasked(t *testing.T) {
 	const secret = "s3cr3tpw"
@@ -29,6 +29,7 @@ func TestBaseURLPasswordMasked(t *testing.T) {
 		{"no /v1", strings.TrimSuffix(withPw, "/v1"), "tiny", "4", 1},
 		{"connection refused", "http://hone:" + secret + "@127.0.0.1:1/v1", "tiny", "4", 1},
 		{"not http", "ftp://hone:" + secret + "@127.0.0.1:1/v1", "tiny", "4", 2},
+		{"password that does not parse", "http://hone:" + secret + " x%zz@127.0.0.1:1/v1", "tiny", "4", 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out.parquet")

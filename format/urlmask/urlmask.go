@@ -3,6 +3,7 @@ package urlmask
 import (
 	"errors"
 	"net/url"
+	"strings"
 )
 
 // Masked stands for a userinfo's secret, spelled as url.Redacted spells a
@@ -14,11 +15,16 @@ const Masked = "xxxxx"
 // errors, for stderr and logs are read by more people than the server's
 // password is given to. The user stays: it says who asked. A userinfo
 // that is a user alone (http://sk-TOKEN@host) is a token, and is masked
-// whole. A URL that does not parse is s as it stands, and one without
-// userinfo too: String would respell its escapes.
+// whole. A URL without userinfo is s as it stands: String would respell
+// its escapes. A URL that does not parse is masked by its text
+// (shownUnparsed): the flag checks that refuse it print it, and a
+// password with a space or a stray '%' is no less secret.
 func Shown(s string) string {
 	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
+	if err != nil {
+		return shownUnparsed(s)
+	}
+	if u.User == nil {
 		return s
 	}
 	if _, ok := u.User.Password(); ok {
@@ -27,6 +33,37 @@ func Shown(s string) string {
 	u.User = url.User(Masked)
 	return u.String()
 }
+
+// shownUnparsed masks the userinfo of s, a URL url.Parse refused, by its
+// text alone: everything after "//" and before the last '@' ahead of any
+// '?' or '#' is taken for userinfo, so a password holding '/' or '@' is
+// masked whole. It errs towards masking, as only strings that are no URL
+// get here. The user before the first ':' stays, as in Shown; a
+// userinfo without ':' is a token and is masked whole.
+func shownUnparsed(s string) string {
+	i := strings.Index(s, "//")
+	if i < 0 {
+		return s
+	}
+	rest := s[i+2:]
+	end := strings.IndexAny(rest, "?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	at := strings.LastIndexByte(rest[:end], userinfoEnd)
+	if at < 0 {
+		return s
+	}
+	masked := Masked
+	if user, _, ok := strings.Cut(rest[:at], ":"); ok {
+		masked = user + ":" + Masked
+	}
+	return s[:i+2] + masked + rest[at:]
+}
+
+// userinfoEnd is the '@' that ends a URL's userinfo, by its code: the
+// literal is kept for run folders' served names (TestContractRunFolder).
+const userinfoEnd = 0x40
 
 // ShownErr is err with the URL of net/http's error (a *url.Error, as an
 // HTTP client returns it) shown as Shown shows it: net/http masks a

@@ -34,16 +34,23 @@ var shownCases = []struct{ name, in, want string }{
 	{"s3 endpoint query not masked here", "s3://b/k?endpoint=http%3A%2F%2Fu%3Ap%40h", "s3://b/k?endpoint=http%3A%2F%2Fu%3Ap%40h"},
 	{"query secret not masked here", "https://h/o?X-Amz-Signature=abc&X-Amz-Credential=AKID", "https://h/o?X-Amz-Signature=abc&X-Amz-Credential=AKID"},
 	{"password and query secret", "https://u:p@h/o?X-Amz-Signature=abc", "https://u:xxxxx@h/o?X-Amz-Signature=abc"},
-	{"bad escape in password: as given", "http://u:p%zz@h/v1", "http://u:p%zz@h/v1"},
-	{"space in password: as given", "http://u:p w@h/v1", "http://u:p w@h/v1"},
-	{"unclosed IPv6: as given", "http://u:p@[::1", "http://u:p@[::1"},
-	{"control byte: as given", "http://u:p@h/\x7f", "http://u:p@h/\x7f"},
-	{"no scheme before colon: as given", "://u:p@h", "://u:p@h"},
+	{"bad escape in password: masked by its text", "http://u:p%zz@h/v1", "http://u:xxxxx@h/v1"},
+	{"space in password: masked by its text", "http://u:p w@h/v1", "http://u:xxxxx@h/v1"},
+	{"slash in password: masked by its text", "http://u:p/w@h/v1", "http://u:xxxxx@h/v1"},
+	{"at sign in password: masked by its text", "http://u:p@w x@h/v1?q=@", "http://u:xxxxx@h/v1?q=@"},
+	{"token with space: masked whole", "http://sk abc@h/v1", "http://xxxxx@h/v1"},
+	{"unclosed IPv6: masked by its text", "http://u:p@[::1", "http://u:xxxxx@[::1"},
+	{"control byte: masked by its text", "http://u:p@h/\x7f", "http://u:xxxxx@h/\x7f"},
+	{"no scheme before colon: masked by its text", "://u:p@h", "://u:xxxxx@h"},
+	{"does not parse, no userinfo: as given", "http://h w/v1", "http://h w/v1"},
+	{"does not parse, @ only in the query: as given", "http://h w/v1?to=a@b", "http://h w/v1?to=a@b"},
 }
 
 // TestShown: every spelling in shownCases is shown as it was by the two
 // copies this function replaced (internal/flagval.Shown and serve/vllm's
-// shown), which the same table was run against before they were removed.
+// shown), which the same table was run against before they were removed,
+// but for a URL that does not parse: they printed it as given, secret and
+// all, and Shown masks it by its text.
 func TestShown(t *testing.T) {
 	for _, c := range shownCases {
 		if got := Shown(c.in); got != c.want {

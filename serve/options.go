@@ -26,12 +26,12 @@ type Options struct {
 	ServedModelName string // the base model's name in the API (default: the folder's name)
 	DType           string // weights in memory: "float32" (default) or "bfloat16"; computed in float32 either way
 	Host            string
-	Port            int
+	Port            int    // 0: any free port (the flag's default is 8000)
 	APIKey          string // require "Authorization: Bearer <key>" when set
 	MaxBatch        int    // sequences decoded together
-	MaxQueue        int    // sequences (n of each request) waiting before 429
+	MaxQueue        int    // sequences (n of each request) waiting before 429; not above 0: 256, as the flag (a queue cannot be turned off: one request is always taken when none waits)
 	PrefillTokens   int    // prompt tokens fed per step (chunked prefill; 0: the engine's default)
-	KVCacheBytes    int64  // KV cache budget
+	KVCacheBytes    int64  // KV cache budget; 0: no limit (unlike the flag's default of 2 GiB), negative: NewServer's error
 	MaxAdapters     int    // steps kept loaded per run
 	MaxTokens       int    // cap (and default, within the context and the KV budget) of max_tokens
 	MaxBodyBytes    int64  // request body cap (413 beyond)
@@ -97,7 +97,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 }
 
 // WithDefaults is o with every unset or non-positive setting at its
-// flag's default, as the server reads it.
+// flag's default, as the server reads it, except three whose 0 means
+// something of its own: Port (any free port), KVCacheBytes (no limit;
+// NewServer refuses a negative one) and PrefillTokens (the engine's
+// default, 512, the flag's too). A negative limit is taken as 0, where
+// hone-serve's flags refuse it.
 func (o Options) WithDefaults() Options {
 	def := Options{}
 	fs := pflag.NewFlagSet("defaults", pflag.ContinueOnError)

@@ -2,15 +2,10 @@ package main
 
 import (
 	"errors"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -19,33 +14,6 @@ import (
 	"github.com/hone-rl/hone/internal/fakes3d"
 	"github.com/hone-rl/hone/internal/waitfor"
 )
-
-// flakyS3 is the fake S3 behind a proxy that, while refuse holds, answers
-// every write and delete 403 AccessDenied (credentials revoked during a
-// run); refused counts those answers. It returns the URL of bucket/key
-// through the proxy.
-func flakyS3(t *testing.T, s3 *fakes3d.Server, refuse *atomic.Bool, refused *atomic.Int64) func(bucket, key string) string {
-	t.Helper()
-	target, err := url.Parse(s3.Endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if refuse.Load() && r.Method != http.MethodGet && r.Method != http.MethodHead {
-			refused.Add(1)
-			w.Header().Set("Content-Type", "application/xml")
-			w.WriteHeader(http.StatusForbidden)
-			w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>`))
-			return
-		}
-		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return func(bucket, key string) string {
-		return "s3://" + bucket + "/" + key + "?endpoint=" + srv.URL + "&use_path_style=true&disable_https=true&region=us-east-1"
-	}
-}
 
 // TestPublishFailuresWarnSparingly runs hone-train grpo as a process that
 // publishes every 10ms to a store that starts refusing writes mid-run:
@@ -59,9 +27,7 @@ func TestPublishFailuresWarnSparingly(t *testing.T) {
 		t.Skip("subprocess")
 	}
 	s3 := fakes3d.StartTest(t, "hone")
-	var refuse atomic.Bool
-	var refused atomic.Int64
-	out := flakyS3(t, s3, &refuse, &refused)("hone", "adapters")
+	out := s3.URL("hone", "adapters")
 	dir := t.TempDir()
 	md := scoredFixture(t, dir, filepath.Join(dir, "s"), "a")
 	cmd := exec.Command(os.Args[0], "grpo", "--model", md, "--run", "flaky", "--out", out, "--out-cache", filepath.Join(dir, "cache"),
@@ -97,14 +63,14 @@ func TestPublishFailuresWarnSparingly(t *testing.T) {
 		}
 	}
 	waitFor("a first publish", func() bool { return strings.Contains(log.String(), "msg=published") })
-	refuse.Store(true)
+	s3.RefuseWrites(true)
 	// Each failed publish is refused at least once: 40 refusals are 40
 	// attempts at most, and at least the attempts whose warnings follow.
-	waitFor("40 refused writes", func() bool { return refused.Load() >= 40 })
+	waitFor("40 refused writes", func() bool { return s3.Refused() >= 40 })
 	warned := warnLines(log.String(), "publish failed")
 	if len(warned) == 0 || len(warned) > 7 {
 		t.Errorf("%d refused writes gave %d warnings, want 1 to 7 (the first, then at a doubling interval):\n%s",
-			refused.Load(), len(warned), strings.Join(warned, "\n"))
+			s3.Refused(), len(warned), strings.Join(warned, "\n"))
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

@@ -3,10 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,31 +10,6 @@ import (
 	"github.com/hone-rl/hone/cmd/internal/cli"
 	"github.com/hone-rl/hone/internal/fakes3d"
 )
-
-// readOnlyS3 is the fake S3 seen through credentials that may only read:
-// a proxy in front of it that answers every write and delete 403
-// AccessDenied, as S3 does. It returns the URL of bucket/key through it.
-func readOnlyS3(t *testing.T, s3 *fakes3d.Server) func(bucket, key string) string {
-	t.Helper()
-	target, err := url.Parse(s3.Endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Content-Type", "application/xml")
-			w.WriteHeader(http.StatusForbidden)
-			w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>`))
-			return
-		}
-		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return func(bucket, key string) string {
-		return "s3://" + bucket + "/" + key + "?endpoint=" + srv.URL + "&use_path_style=true&disable_https=true&region=us-east-1"
-	}
-}
 
 // --out in a bucket these credentials may only read is an error before
 // training, naming the URL and the refusal. Before, the run trained, each
@@ -53,7 +24,10 @@ func TestOutReadOnlyFailsBeforeTraining(t *testing.T) {
 	local := filepath.Join(dir, "scored")
 	md := scoredFixture(t, dir, local, "r1")
 	uploadScored(t, s3, local, "r1.parquet")
-	out := readOnlyS3(t, s3)("hone", "adapters")
+	// Credentials that may only read: the store answers every write and
+	// delete 403 AccessDenied, as S3 does.
+	s3.RefuseWrites(true)
+	out := s3.URL("hone", "adapters")
 	var log bytes.Buffer
 	args := []string{"grpo", "--model", md, "--out", out, "--run", "cron", "--watch-dir", s3.URL("hone", "scored/"),
 		"--rank", "2", "--threads", "1"}

@@ -37,6 +37,8 @@ type Server struct {
 	requests map[string]int // by HTTP method
 	sent     int64          // response body bytes
 	conns    int            // TCP connections accepted
+	refuse   bool           // writes and deletes answered 403 (RefuseWrites)
+	refused  int            // requests so answered
 }
 
 // Start serves a fake S3 on addr ("127.0.0.1:0" for any free port) with
@@ -58,7 +60,15 @@ func Start(addr string, buckets ...string) (*Server, error) {
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s.mu.Lock()
 			s.requests[r.Method]++
+			refuse := s.refuse && r.Method != http.MethodGet && r.Method != http.MethodHead
+			if refuse {
+				s.refused++
+			}
 			s.mu.Unlock()
+			if refuse {
+				writeAccessDenied(w)
+				return
+			}
 			h.ServeHTTP(&countingWriter{ResponseWriter: w, s: s}, r)
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -97,6 +107,32 @@ func Env(dir string) []string {
 		"AWS_SHARED_CREDENTIALS_FILE=" + dir + "/aws-credentials",
 		"AWS_EC2_METADATA_DISABLED=true",
 	}
+}
+
+// RefuseWrites makes the server answer every write and delete (any
+// method but GET and HEAD) 403 AccessDenied, as S3 answers credentials
+// that may only read, until it is called again with false: a test sees a
+// store that refuses from the start, or one whose credentials are revoked
+// during a run and restored later. Reads are served as before.
+func (s *Server) RefuseWrites(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refuse = on
+}
+
+// Refused is how many requests RefuseWrites answered 403.
+func (s *Server) Refused() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
+}
+
+// writeAccessDenied answers as S3 does a request its credentials may not
+// make: the SDK reads the code from the XML body.
+func writeAccessDenied(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/xml")
+	w.WriteHeader(http.StatusForbidden)
+	w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>`))
 }
 
 // Requests is how many requests of the HTTP method were served.

@@ -2,7 +2,9 @@ package fakes3d
 
 import (
 	"context"
+	"errors"
 	"io"
+	"io/fs"
 	"net/http"
 	"testing"
 
@@ -43,5 +45,34 @@ func TestServerRoundTrip(t *testing.T) {
 	}
 	if _, err := fileset.Open(ctx, s.URL("nobucket", "x.txt")); err == nil {
 		t.Error("a bucket that was not made opened")
+	}
+}
+
+// RefuseWrites answers writes and deletes 403 while it is on, and only
+// then: reads go on, and a write works again once it is switched off.
+func TestRefuseWrites(t *testing.T) {
+	s := StartTest(t, "bkt")
+	ctx := context.Background()
+	name := s.URL("bkt", "x.txt")
+	if err := fileset.WriteFile(ctx, name, []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	s.RefuseWrites(true)
+	err := fileset.WriteFile(ctx, name, []byte("two"))
+	if err == nil || !errors.Is(err, fs.ErrPermission) {
+		t.Errorf("a write while refusing: %v, want a permission error", err)
+	}
+	if err := fileset.Remove(ctx, name); err == nil {
+		t.Error("a delete while refusing worked")
+	}
+	if b, err := fileset.ReadFile(ctx, name); err != nil || string(b) != "one" {
+		t.Errorf("a read while refusing: %q, %v; want the object as it was", b, err)
+	}
+	if s.Refused() != 2 {
+		t.Errorf("Refused() = %d after a refused write and delete, want 2", s.Refused())
+	}
+	s.RefuseWrites(false)
+	if err := fileset.WriteFile(ctx, name, []byte("three")); err != nil {
+		t.Errorf("a write once the refusal is off: %v", err)
 	}
 }

@@ -9,7 +9,7 @@ import (
 // TestIgnoredFlagsWarned runs hone-train as a process with flags the call
 // does not read: --rank, --alpha, --rslora or --targets with
 // --init-adapter (whose adapter has its own shape), and --publish-every
-// with a local --out (nothing is published). Each trains and warns once,
+// or --publish-timeout with a local --out (nothing is published). Each trains and warns once,
 // naming the flag and why it does nothing; the same call without them
 // warns about none. Before, all were ignored without a word: a user who
 // asked for --rank 16 on top of a rank-2 --init-adapter trained rank 2.
@@ -22,6 +22,7 @@ func TestIgnoredFlagsWarned(t *testing.T) {
 		{[]string{"--init-adapter", init, "--rank", "16", "--alpha", "32"}, []string{"--rank", "--alpha", "--init-adapter"}},
 		{[]string{"--init-adapter", init, "--rslora", "--targets", "q_proj"}, []string{"--rslora", "--targets"}},
 		{[]string{"--publish-every", "5s"}, []string{"--publish-every", "--out"}},
+		{[]string{"--publish-timeout", "1m"}, []string{"--publish-timeout", "--out"}},
 		{[]string{"--init-adapter", init}, nil},
 	} {
 		for _, job := range []string{"grpo", "sft"} {

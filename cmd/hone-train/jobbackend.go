@@ -65,8 +65,8 @@ func (j *jobBackend) open(dtype string, log *slog.Logger) (kernels.Backend, func
 
 // ignoredFlags are warnings for the flags given on fs that this call does
 // not read: the shape of a fresh LoRA next to --init-adapter, whose
-// adapter has its own, --publish-every with a local --out, and the flags
-// of idleChoiceFlags. Warned, not refused, as --warmup-steps under a
+// adapter has its own, --publish-every and --publish-timeout with a local
+// --out, and the flags of idleChoiceFlags. Warned, not refused, as --warmup-steps under a
 // constant schedule is: a script may pass them on every call, and the run
 // trains as it would without.
 func ignoredFlags(fs *pflag.FlagSet, o *trainer.Options) []string {
@@ -83,8 +83,10 @@ func ignoredFlags(fs *pflag.FlagSet, o *trainer.Options) []string {
 				strings.Join(given, ", "), o.InitAdapter))
 		}
 	}
-	if fs.Changed("publish-every") && !fileset.IsURL(o.Out) {
-		out = append(out, fmt.Sprintf("--publish-every does nothing with --out %s: only a run written to an object store (--out s3://…) is published", o.Out))
+	for _, f := range []string{"publish-every", "publish-timeout"} {
+		if fs.Changed(f) && !fileset.IsURL(o.Out) {
+			out = append(out, fmt.Sprintf("--%s does nothing with --out %s: only a run written to an object store (--out s3://…) is published", f, o.Out))
+		}
 	}
 	return append(out, idleChoiceFlags(fs, o)...)
 }

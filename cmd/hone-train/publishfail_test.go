@@ -21,9 +21,9 @@ import (
 // doubling interval, not at every tick. Before, every tick warned: a
 // pod's log flooded, one line every --publish-every, for as long as the
 // store was broken. When the store takes writes again, the log says the
-// publish works again and after how many failed attempts; a store
-// refusing at the end still fails loudly (an ERROR line; the SIGTERM's
-// exit 130).
+// publish works again and after how many failed attempts, naming the
+// store; a store refusing at the end still fails loudly (an ERROR line;
+// the SIGTERM's exit 130).
 func TestPublishFailuresWarnSparingly(t *testing.T) {
 	if testing.Short() {
 		t.Skip("subprocess")
@@ -42,8 +42,8 @@ func TestPublishFailuresWarnSparingly(t *testing.T) {
 	}
 	s3.RefuseWrites(false)
 	p.waitFor("the recovery logged", func() bool { return recoveryLine(p.log.String()) != "" })
-	if l := recoveryLine(p.log.String()); !strings.Contains(l, "level=INFO") {
-		t.Errorf("the recovery was logged as %q, want an INFO line", l)
+	if l := recoveryLine(p.log.String()); !strings.Contains(l, "level=INFO") || !strings.Contains(l, `to="s3://hone/adapters/flaky`) {
+		t.Errorf("the recovery was logged as %q, want an INFO line naming the store", l)
 	}
 	refused := s3.Refused()
 	s3.RefuseWrites(true)

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,6 +14,7 @@ import (
 	"github.com/hone-rl/hone/cmd/internal/cli"
 	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/runfolder"
+	"github.com/hone-rl/hone/internal/flagval"
 	"github.com/hone-rl/hone/train/checkpoint"
 	"github.com/hone-rl/hone/train/trainer"
 	"github.com/spf13/pflag"
@@ -26,16 +29,26 @@ import (
 // a write is tried (runfolder.CheckWritable), so a store that refuses
 // this writer fails the call before it trains. A publish that fails at a
 // tick is retried at the next, and warned about as publishFailures says;
-// one that fails at the end fails the run. A temporary local folder (no --out-cache) is removed once the last
-// upload succeeds.
+// one that fails at the end fails the run. Each publish is abandoned after
+// --publish-timeout: a store that takes the connection and never answers
+// held the publisher, so nothing more was published for the rest of the
+// run, and held the last publish, so the trainer never exited. A temporary
+// local folder (no --out-cache) is removed once the last upload succeeds.
 type remoteOut struct {
-	cache string
-	every time.Duration
+	cache   string
+	every   time.Duration
+	timeout time.Duration // 0 (a remoteOut made in code): defaultPublishTimeout
 }
+
+// defaultPublishTimeout is --publish-timeout's default: far longer than a
+// publish of a few LoRA steps takes, so that only a store that stopped
+// answering reaches it.
+const defaultPublishTimeout = 10 * time.Minute
 
 func (r *remoteOut) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&r.cache, "out-cache", "", "with --out s3://…: the local folder the run folders are written in before upload (default: a new temporary folder, removed once everything is published)")
 	fs.DurationVar(&r.every, "publish-every", 30*time.Second, "with --out s3://…: how often saved steps are uploaded (and once at the end)")
+	flagval.PositiveDuration(fs, &r.timeout, "publish-timeout", defaultPublishTimeout, "with --out s3://…: wall time for one upload of the saved steps; one that takes longer (a store that stopped answering) is abandoned, retried at the next --publish-every, and at the end fails the run")
 }
 
 // check refuses r's flags, and an --out that names no folder, as usage
@@ -124,33 +137,16 @@ func (r *remoteOut) start(ctx context.Context, o *trainer.Options, log *slog.Log
 		log.Info("pulled the published run", "from", shown, "to", local, "steps", pulled)
 	}
 	o.OutLocal = cache
-	publish := func(ctx context.Context) error {
-		steps, err := runfolder.Publish(ctx, local, remote)
-		if len(steps) > 0 {
-			log.Info("published", "to", shown, "steps", steps)
-		}
-		return err
-	}
+	timeout := cmp.Or(r.timeout, defaultPublishTimeout)
+	publish := func(ctx context.Context) error { return publishAttempt(ctx, local, remote, shown, timeout, log) }
 	pctx, stop := context.WithCancel(ctx)
-	var fails publishFailures
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t := time.NewTicker(r.every)
-		defer t.Stop()
-		for {
-			select {
-			case <-pctx.Done():
-				return
-			case <-t.C:
-				err := publish(pctx)
-				if pctx.Err() != nil {
-					return
-				}
-				fails.record(log, err)
-			}
-		}
+		// The tick publishes' warnings name the store: a trainer may
+		// publish to one and read from another.
+		r.publishTicks(pctx, publish, log.With("to", shown))
 	}()
 	return func(runErr error) error {
 		defer unlock()
@@ -177,6 +173,45 @@ func (r *remoteOut) start(ctx context.Context, o *trainer.Options, log *slog.Log
 		}
 		return runErr
 	}, nil
+}
+
+// publishAttempt publishes the run folder local to remote (shown as the
+// log names it) as runfolder.Publish does, abandoned after timeout: a
+// store that takes the connection and never answers held the attempt for
+// ever.
+func publishAttempt(ctx context.Context, local, remote, shown string, timeout time.Duration, log *slog.Logger) error {
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	steps, err := runfolder.Publish(actx, local, remote)
+	if len(steps) > 0 {
+		log.Info("published", "to", shown, "steps", steps)
+	}
+	if err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
+		// The store's own error is a request cut off, which does not say
+		// why it was cut (the store is named by the caller).
+		return fmt.Errorf("abandoned after --publish-timeout %v: %w", timeout, err)
+	}
+	return err
+}
+
+// publishTicks calls publish every r.every until ctx ends, and says when
+// the attempts fail as publishFailures does.
+func (r *remoteOut) publishTicks(ctx context.Context, publish func(context.Context) error, log *slog.Logger) {
+	var fails publishFailures
+	t := time.NewTicker(r.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			err := publish(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			fails.record(log, err)
+		}
+	}
 }
 
 // publishWarnCap is the most failed tick publishes between two warnings

@@ -39,6 +39,8 @@ type Server struct {
 	conns    int            // TCP connections accepted
 	refuse   bool           // writes and deletes answered 403 (RefuseWrites)
 	refused  int            // requests so answered
+	stall    chan struct{}  // while not nil, requests wait for its close (Stall)
+	stalled  int            // requests held so
 }
 
 // Start serves a fake S3 on addr ("127.0.0.1:0" for any free port) with
@@ -64,7 +66,18 @@ func Start(addr string, buckets ...string) (*Server, error) {
 			if refuse {
 				s.refused++
 			}
+			stall := s.stall
+			if stall != nil {
+				s.stalled++
+			}
 			s.mu.Unlock()
+			if stall != nil {
+				select {
+				case <-stall: // switched back: served as if it came now
+				case <-r.Context().Done(): // the client gave up on it
+					return
+				}
+			}
 			if refuse {
 				writeAccessDenied(w)
 				return
@@ -120,6 +133,31 @@ func (s *Server) RefuseWrites(on bool) {
 	s.refuse = on
 }
 
+// Stall makes the server take each request it gets and answer none until
+// it is called again with false, as a store that accepts connections and
+// then hangs does (an overloaded gateway, a connection that went dead
+// without a reset): a test sees whether its client gives up. A held
+// request is served once the stall is switched off, unless its client
+// went away before; Close switches it off.
+func (s *Server) Stall(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case on && s.stall == nil:
+		s.stall = make(chan struct{})
+	case !on && s.stall != nil:
+		close(s.stall)
+		s.stall = nil
+	}
+}
+
+// Stalled is how many requests Stall held.
+func (s *Server) Stalled() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stalled
+}
+
 // Refused is how many requests RefuseWrites answered 403.
 func (s *Server) Refused() int {
 	s.mu.Lock()
@@ -160,6 +198,8 @@ func (s *Server) SentBytes() int64 {
 
 // Close stops the server.
 func (s *Server) Close(ctx context.Context) error {
+	// Shutdown waits for the requests in flight: held ones are let go.
+	s.Stall(false)
 	err := s.srv.Shutdown(ctx)
 	if serr := <-s.errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
 		err = serr

@@ -3,12 +3,15 @@ package fakes3d
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/hone-rl/hone/format/fileset"
+	"github.com/hone-rl/hone/internal/waitfor"
 )
 
 // The server takes writes and ranged reads through fileset, as the stages
@@ -74,5 +77,41 @@ func TestRefuseWrites(t *testing.T) {
 	s.RefuseWrites(false)
 	if err := fileset.WriteFile(ctx, name, []byte("three")); err != nil {
 		t.Errorf("a write once the refusal is off: %v", err)
+	}
+}
+
+// Stall holds each request unanswered until the client gives up on it or
+// the stall is switched off, when it is served.
+func TestStall(t *testing.T) {
+	s := StartTest(t, "bkt")
+	name := s.URL("bkt", "x.txt")
+	if err := fileset.WriteFile(context.Background(), name, []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	s.Stall(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := fileset.ReadFile(ctx, name); err == nil || ctx.Err() == nil {
+		t.Fatalf("a read from a stalled server: %v, want the client's deadline to end it", err)
+	}
+	if s.Stalled() < 1 {
+		t.Errorf("Stalled() = %d after a read was held", s.Stalled())
+	}
+	got := make(chan error, 1)
+	go func() {
+		b, err := fileset.ReadFile(context.Background(), name)
+		if err == nil && string(b) != "one" {
+			err = fmt.Errorf("read %q, want %q", b, "one")
+		}
+		got <- err
+	}()
+	// The second read is held (Stalled counts it) before the stall is
+	// switched off, so it is served from the stall, not after it.
+	if !waitfor.Within(10*time.Second, func() bool { return s.Stalled() >= 2 }) {
+		t.Fatalf("the second read was not held: Stalled() = %d", s.Stalled())
+	}
+	s.Stall(false)
+	if err := <-got; err != nil {
+		t.Errorf("a held read once the stall is off: %v", err)
 	}
 }

@@ -29,7 +29,10 @@ func TestPublishFailuresWarnSparingly(t *testing.T) {
 		t.Skip("subprocess")
 	}
 	s3 := fakes3d.StartTest(t, "hone")
-	p := startPublishing(t, s3.URL("hone", "adapters"), "flaky")
+	// --keep-last 2 bounds the steps the recovering publish uploads: with
+	// every step kept, a loaded machine trained hundreds while the writes
+	// were refused, and their upload outlasted waitFor's minute.
+	p := startPublishing(t, s3.URL("hone", "adapters"), "flaky", "--keep-last", "2")
 	p.waitFor("a first publish", func() bool { return strings.Contains(p.log.String(), "msg=published") })
 	s3.RefuseWrites(true)
 	// Each failed publish is refused at least once: 40 refusals are 40

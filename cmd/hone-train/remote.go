@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -223,9 +224,9 @@ const publishWarnCap = 32
 // at each tick: a store that stays broken (its bucket deleted, the
 // credentials revoked during training) filled a pod's log with one line
 // every --publish-every. The first failure is warned about, then one of
-// another error, else the same error after a count of failed attempts
-// that doubles up to publishWarnCap; a success after failures says how
-// many there were.
+// another error (step numbers aside: errorShape), else the same error
+// after a count of failed attempts that doubles up to publishWarnCap; a
+// success after failures says how many there were.
 type publishFailures struct {
 	n    int    // failed attempts since the last success
 	next int    // the attempt that warns about the same error again
@@ -242,10 +243,31 @@ func (p *publishFailures) record(log *slog.Logger, err error) {
 		return
 	}
 	p.n++
-	msg := err.Error()
+	msg := errorShape(err)
 	if p.n == 1 || msg != p.last || p.n >= p.next {
 		p.next = p.n + min(p.n, publishWarnCap)
 		log.Warn("publish failed; retried at each tick and at the end", "err", err, "failed_attempts", p.n, "next_warning_at_attempt", p.next)
 	}
 	p.last = msg
+}
+
+// errorShape is err's message with each run of digits as one "N": the
+// same refusal names the step it stopped at, which moves on as training
+// does (and as --keep-last prunes the earliest unpublished one), and a
+// new step number is no new error to warn about.
+func errorShape(err error) string {
+	var b strings.Builder
+	digits := false
+	for _, r := range err.Error() {
+		if r >= '0' && r <= '9' {
+			if !digits {
+				b.WriteByte('N')
+			}
+			digits = true
+			continue
+		}
+		digits = false
+		b.WriteRune(r)
+	}
+	return b.String()
 }

@@ -113,9 +113,10 @@ func reservedNames() map[string]bool {
 
 // isReserved reports whether a kwarg named k would be set by Render itself
 // (reserved, which reservedNames gives, or one of our str methods,
-// mutators or call blocks' macros).
+// mutators, call blocks' macros or loops' saved names).
 func isReserved(reserved map[string]bool, k string) bool {
-	return reserved[k] || strings.HasPrefix(k, strMethodPrefix) || strings.HasPrefix(k, mutCallPrefix) || strings.HasPrefix(k, callerPrefix)
+	return reserved[k] || strings.HasPrefix(k, strMethodPrefix) || strings.HasPrefix(k, mutCallPrefix) || strings.HasPrefix(k, callerPrefix) ||
+		strings.HasPrefix(k, loopOuterPrefix)
 }
 
 // ConfigName is the file of a model folder that holds the chat template and

@@ -49,6 +49,9 @@
 // as jinja2 binds it: defaults, keywords, no outer variable read for a
 // parameter left out, and jinja2's TypeError for an argument it has no
 // parameter for, unless its body reads varargs or kwargs (callblock.go).
+// A name a {% for %} body assigns has its value from outside the loop
+// again at the start of each iteration, as jinja2 clears it, where the
+// engine kept the last iteration's (looplocals.go).
 //
 // Templates are compiled with github.com/ardanlabs/jinja, which applies
 // transformers' trim_blocks/lstrip_blocks settings (to the text that

@@ -319,7 +319,7 @@ func instrument(src string, hooks bool) (*instrumented, error) {
 	if err != nil {
 		return nil, err
 	}
-	return rewrite(&rewriter{src: src, hooks: hooks, regions: []region{{}}, intKeys: map[string]bool{}, macros: macroSignatures(src, segs), stars: starMacros(src, segs)}, segs)
+	return rewrite(&rewriter{src: src, hooks: hooks, regions: []region{{}}, intKeys: map[string]bool{}, macros: macroSignatures(src, segs), stars: starMacros(src, segs), resets: loopResets(src, segs)}, segs)
 }
 
 // syntaxSource is src as instrument rewrites it without hooks, and
@@ -333,7 +333,7 @@ func syntaxSource(src string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	ins, err := rewrite(&rewriter{src: src, syntax: true, regions: []region{{}}, intKeys: map[string]bool{}, stars: starMacros(src, segs)}, segs)
+	ins, err := rewrite(&rewriter{src: src, syntax: true, regions: []region{{}}, intKeys: map[string]bool{}, stars: starMacros(src, segs), resets: loopResets(src, segs)}, segs)
 	if err != nil {
 		return "", err
 	}
@@ -416,6 +416,9 @@ type rewriter struct {
 	// stars: the macros whose body reads varargs or kwargs, by the
 	// offset of their tag's content (starMacros).
 	stars map[int]starUse
+	// resets: the names each loop sets back at the start of every
+	// iteration, by the offset of its tag's content (loopResets).
+	resets map[int][]string
 }
 
 // current is the region the segment being read belongs to.
@@ -665,6 +668,12 @@ func (w *rewriter) openBody(s segment, kw, content, code string) error {
 	if err := w.push(block{kind: kw, region: id, callerCall: callerCall, star: star}); err != nil {
 		return err
 	}
+	resets := w.resets[s.from]
+	if kw == "for" && len(resets) > 0 {
+		if err := w.saveOuter(s, id, resets); err != nil {
+			return err
+		}
+	}
 	w.tag(s, code)
 	if w.hooks {
 		// A {% call %} body counts as a macro level too: caller
@@ -680,7 +689,40 @@ func (w *rewriter) openBody(s segment, kw, content, code string) error {
 			fmt.Fprintf(&w.out, "{{ %s(%d) }}", hookLoop, id)
 		}
 	}
+	if kw == "for" && len(resets) > 0 {
+		return w.setBack(s, id, resets)
+	}
 	return w.setDefaults(s, deferred)
+}
+
+// saveOuter writes, before the {% for %} tag s of region id, the sets
+// that keep the value outside the loop of each name its body sets back
+// (looplocals.go). The first set takes the trimming on the left of the
+// for tag, which an empty text then keeps from the for tag itself.
+func (w *rewriter) saveOuter(s segment, id int, names []string) error {
+	for i, n := range names {
+		if i > 0 {
+			w.out.WriteString(tagSeparator)
+		}
+		if err := w.statement(segment{kind: segStmt, trimLeft: s.trimLeft && i == 0}, fmt.Sprintf(" set %s%d_%s = %s ", loopOuterPrefix, id, n, n)); err != nil {
+			return err
+		}
+	}
+	w.out.WriteString(tagSeparator)
+	return nil
+}
+
+// setBack writes, at the start of the body of the {% for %} tag s, the
+// sets that give each name its value outside the loop again, trimming
+// the body's text as the for tag would have (setDefaults).
+func (w *rewriter) setBack(s segment, id int, names []string) error {
+	for _, n := range names {
+		w.out.WriteString(tagSeparator)
+		if err := w.statement(segment{kind: segStmt, trimRight: s.trimRight}, fmt.Sprintf(" set %s = %s%d_%s ", n, loopOuterPrefix, id, n)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // setDefaults writes the sets that give a macro's parameters their

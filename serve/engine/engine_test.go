@@ -60,11 +60,17 @@ func run(t testing.TB, e *Engine, r *Request) []result {
 
 func wait(t testing.TB, h *Handle, n int) []result {
 	t.Helper()
+	return waitCtx(context.Background(), t, h, n)
+}
+
+// waitCtx is wait that fails once ctx ends (a request never let go).
+func waitCtx(ctx context.Context, t testing.TB, h *Handle, n int) []result {
+	t.Helper()
 	out := make([]result, n)
 	for {
-		evs, done, err := h.Next(context.Background())
+		evs, done, err := h.Next(ctx)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("waiting for the request's events: %v", err)
 		}
 		for _, ev := range evs {
 			if ev.Err != nil {

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/hone-rl/hone/internal/waitfor"
+	"github.com/hone-rl/hone/kernels/kerneltest"
+	"github.com/hone-rl/hone/kernels/ref"
 	"github.com/hone-rl/hone/train/model"
 )
 
@@ -312,29 +315,122 @@ func TestPrefixCacheInFlight(t *testing.T) {
 	}
 }
 
+// stepPause is kerneltest.Resident that holds the engine inside a step:
+// the first LinearForward of step at (Stats.Steps, counted as a step
+// starts) or later sends on paused and waits on resume. One pause an
+// arming; at 0 it is disarmed. Once stop is closed (a test that failed
+// while the engine was held) it holds nothing.
+type stepPause struct {
+	*kerneltest.ResidentBackend
+	e      atomic.Pointer[Engine]
+	at     atomic.Int64
+	paused chan struct{}
+	resume chan struct{}
+	stop   chan struct{}
+}
+
+func (b *stepPause) LinearForward(out, inp, weight, bias []float32, N, C, OC int) {
+	if at := b.at.Load(); at > 0 && b.e.Load().Stats().Steps >= at && b.at.CompareAndSwap(at, 0) {
+		select {
+		case b.paused <- struct{}{}:
+			select {
+			case <-b.resume:
+			case <-b.stop:
+			}
+		case <-b.stop:
+		}
+	}
+	b.ResidentBackend.LinearForward(out, inp, weight, bias, N, C, OC)
+}
+
 // TestPrefixCacheInFlightCancel: when the request others wait on is
-// cancelled before its prompt is prefilled, they prefill on their own.
+// cancelled before its prompt is prefilled, they prefill on their own and
+// answer as a fresh engine does; every row of both is given back. The
+// engine is held inside the awaited request's prefill steps, so the cancel
+// lands there whatever the machine's speed. Without the release in finish
+// the waiting request waited for rows that never came, for ever.
 func TestPrefixCacheInFlightCancel(t *testing.T) {
-	m, tok := tiny(t)
+	dir := filepath.Join("..", "testdata", "tiny")
+	be := &stepPause{ResidentBackend: kerneltest.Resident(ref.New()), paused: make(chan struct{}), resume: make(chan struct{}), stop: make(chan struct{})}
+	m, err := model.Load(dir, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() }) // after the engine's, which runs first
+	_, tok := tiny(t)
 	e := New(m, Config{Tokenizer: tok, MaxBatch: 4, PrefixCaching: true, PrefillTokens: 2})
-	defer e.Shutdown(context.Background())
-	stopBlocker := block(t, e, 4)
-	shared := slices.Repeat([]int32{104, 105}, 200)
+	be.e.Store(e)
+	t.Cleanup(func() {
+		// After a failure the engine may be held, or still running a
+		// request that waits for ever: it is let go, and its requests
+		// failed at once (an ended ctx).
+		close(be.stop)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		e.Shutdown(ctx)
+	})
+	shared := slices.Repeat([]int32{104, 105}, 50) // 50 steps at 2 a step
+	p := Params{Temperature: 1, MaxTokens: 4, Logprobs: true, IgnoreEOS: true, Seed: 9, HasSeed: true}
+	waiter := &Request{Prompt: slices.Concat(shared, []int32{10}), N: 2, Params: p}
+
+	be.at.Store(1) // inside the first request's first step
 	ctx, cancel := context.WithCancel(context.Background())
-	first, err := e.Submit(&Request{Ctx: ctx, Prompt: shared, N: 1, Params: Params{MaxTokens: 3, IgnoreEOS: true}})
+	defer cancel()
+	first, err := e.Submit(&Request{Ctx: ctx, Prompt: shared, N: 1, Params: p})
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := e.Submit(&Request{Prompt: slices.Concat(shared, []int32{10}), N: 1, Params: Params{MaxTokens: 3, IgnoreEOS: true}})
+	<-be.paused
+	second, err := e.Submit(waiter)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stopBlocker()
-	waitfor.Until(t, 10*time.Second, "the two requests to be admitted", func() bool { return e.Stats().Running == 2 })
-	cancel() // the 400-token prompt takes 200 steps at 2 a step
+	be.at.Store(2) // the next step, after the admission between the two
+	be.resume <- struct{}{}
+	<-be.paused
+	// The engine's goroutine is held in the step: what it wrote before it
+	// is seen here (the channel orders it).
+	if st := e.Stats(); st.Running != 3 || len(e.running) != 3 || len(e.running[0].deps) != 1 || !e.running[1].waiting {
+		t.Fatalf("in the second prefill step: %d running, want the first prefilling and the second's 2 choices waiting for it", st.Running)
+	}
+	cancel()
+	be.resume <- struct{}{}
+
+	if last := lastEvent(t, first); !errors.Is(last.Err, context.Canceled) || last.Token >= 0 {
+		t.Fatalf("the awaited request ended with %+v, want cancelled before its first token", last)
+	}
+	// Bounded: without the release the request waits for ever.
+	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer wcancel()
+	got := waitCtx(wctx, t, second, waiter.N)
+	cold, _ := tiny(t)
+	fresh := New(cold, Config{Tokenizer: tok, MaxBatch: 4, PrefixCaching: true, PrefillTokens: 2})
+	defer fresh.Shutdown(context.Background())
+	want := run(t, fresh, waiter)
+	for c := range want {
+		sameOutput(t, fmt.Sprintf("choice %d after the awaited request was cancelled", c), want[c], got[c])
+	}
+	if c := second.CachedTokens(); c != 0 {
+		t.Errorf("the waiting request reused %d rows of a request cancelled before they existed", c)
+	}
+	if st := e.Stats(); st.KVUsedBytes != 0 || st.Cancelled != 1 || st.RequestsDone != 2 {
+		t.Errorf("after both ended: %d bytes reserved, %d cancelled, %d done; want 0, 1, 2", st.KVUsedBytes, st.Cancelled, st.RequestsDone)
+	}
+	if err := e.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	if n := be.Live(); n != 0 {
+		t.Errorf("%d allocations (%d bytes) live after Shutdown and Close, want 0", n, be.LiveBytes())
+	}
+}
+
+// lastEvent reads h to its end and returns its last event.
+func lastEvent(t *testing.T, h *Handle) Event {
+	t.Helper()
 	var last Event
 	for done := false; !done; {
-		evs, d, err := first.Next(context.Background())
+		evs, d, err := h.Next(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -343,12 +439,7 @@ func TestPrefixCacheInFlightCancel(t *testing.T) {
 		}
 		done = d
 	}
-	if !errors.Is(last.Err, context.Canceled) || last.Token >= 0 {
-		t.Fatalf("the awaited request ended with %+v, want cancelled before its first token", last)
-	}
-	if got := wait(t, second, 1)[0]; len(got.ids) != 3 {
-		t.Fatalf("the waiting request got %d tokens, want 3", len(got.ids))
-	}
+	return last
 }
 
 // TestPrefixCacheLive: a request whose prompt begins with a decoding

@@ -29,15 +29,16 @@ type Options struct {
 	Upstream     string        // vLLM's base URL, e.g. http://127.0.0.1:8001 (a trailing /v1 is dropped)
 	UpstreamKey  string        // bearer token vLLM expects (its --api-key); empty: none sent
 	AdaptersDir  string        // DIR/<run>/step-N/ as hone-train writes it; empty: no adapters
-	KeepAdapters int           // versions kept loaded in vLLM per run (default 2)
+	KeepAdapters int           // versions kept loaded in vLLM per run (0: 2; negative: an error)
 	Client       *http.Client  // for the LoRA calls and the proxied requests (default: a plain client)
 	APIKey       string        // clients must send "Authorization: Bearer <key>" on /v1 routes when set
 	MaxBodyBytes int64         // request body cap, 413 beyond (0: 8 MiB; negative: an error)
 	Log          *slog.Logger  // default: discard
-	Interval     time.Duration // Watch's poll interval (default 2s)
-	// CallTimeout bounds one LoRA load or unload call (default 2 min): a
-	// vLLM that takes the call and never answers fails it, to be tried
-	// again at the next Sync, rather than holding every run's syncing.
+	Interval     time.Duration // Watch's poll interval (0: 2s; negative: an error)
+	// CallTimeout bounds one LoRA load or unload call (0: 2 min;
+	// negative: an error): a vLLM that takes the call and never answers
+	// fails it, to be tried again at the next Sync, rather than holding
+	// every run's syncing.
 	CallTimeout time.Duration
 }
 
@@ -84,6 +85,45 @@ type runState struct {
 	stale map[int]bool
 }
 
+// withDefaults is o with its unset settings at their defaults. A negative
+// limit is an error naming it: the default in its place would be a limit
+// the caller did not ask for.
+func withDefaults(o Options) (Options, error) {
+	for _, l := range []struct {
+		field, want, def string
+		neg              bool
+		val              any
+	}{
+		{"KeepAdapters", "a version count", "2", o.KeepAdapters < 0, o.KeepAdapters},
+		{"MaxBodyBytes", "a byte count", "8 MiB", o.MaxBodyBytes < 0, o.MaxBodyBytes},
+		{"Interval", "a duration", "2s", o.Interval < 0, o.Interval},
+		{"CallTimeout", "a duration", "2 min", o.CallTimeout < 0, o.CallTimeout},
+	} {
+		if l.neg {
+			return o, fmt.Errorf("vllm: %s %v: want %s, or 0 for the default (%s)", l.field, l.val, l.want, l.def)
+		}
+	}
+	if o.KeepAdapters == 0 {
+		o.KeepAdapters = 2
+	}
+	if o.Client == nil {
+		o.Client = &http.Client{}
+	}
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = 8 << 20
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Interval == 0 {
+		o.Interval = 2 * time.Second
+	}
+	if o.CallTimeout == 0 {
+		o.CallTimeout = 2 * time.Minute
+	}
+	return o, nil
+}
+
 // NewFront checks o and returns the front.
 func NewFront(o Options) (*Front, error) {
 	if o.Upstream == "" {
@@ -94,28 +134,8 @@ func NewFront(o Options) (*Front, error) {
 		return nil, fmt.Errorf("vllm: upstream %q: want http(s)://host:port", urlmask.Shown(o.Upstream))
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/v1")
-	if o.KeepAdapters <= 0 {
-		o.KeepAdapters = 2
-	}
-	if o.Client == nil {
-		o.Client = &http.Client{}
-	}
-	switch {
-	case o.MaxBodyBytes < 0:
-		// The default in its place would be a limit the caller did not
-		// ask for.
-		return nil, fmt.Errorf("vllm: MaxBodyBytes %d: want a byte count, or 0 for the default (8 MiB)", o.MaxBodyBytes)
-	case o.MaxBodyBytes == 0:
-		o.MaxBodyBytes = 8 << 20
-	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
-	if o.Interval <= 0 {
-		o.Interval = 2 * time.Second
-	}
-	if o.CallTimeout <= 0 {
-		o.CallTimeout = 2 * time.Minute
+	if o, err = withDefaults(o); err != nil {
+		return nil, err
 	}
 	f := &Front{o: o, base: u, runs: map[string]*runState{}}
 	f.proxy = &httputil.ReverseProxy{

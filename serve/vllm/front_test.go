@@ -527,6 +527,34 @@ func TestNewFrontRefusesNegativeBodyCap(t *testing.T) {
 	}
 }
 
+// TestNewFrontRefusesNegativeLimits: a library caller's negative
+// KeepAdapters, Interval or CallTimeout is an error naming it, as a
+// negative MaxBodyBytes is, where each silently became its default (2
+// versions, 2s, 2 min), a setting the caller had not asked for; 0 still
+// means the default.
+func TestNewFrontRefusesNegativeLimits(t *testing.T) {
+	for _, c := range []struct {
+		field string
+		o     Options
+	}{
+		{"KeepAdapters", Options{KeepAdapters: -1}},
+		{"Interval", Options{Interval: -time.Second}},
+		{"CallTimeout", Options{CallTimeout: -time.Minute}},
+	} {
+		c.o.Upstream = "http://127.0.0.1:1"
+		if _, err := NewFront(c.o); err == nil || !strings.Contains(err.Error(), c.field) {
+			t.Errorf("NewFront with a negative %s: %v, want an error naming %s", c.field, err, c.field)
+		}
+	}
+	f, err := NewFront(Options{Upstream: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatalf("NewFront with every limit 0: %v", err)
+	}
+	if f.o.KeepAdapters != 2 || f.o.Interval != 2*time.Second || f.o.CallTimeout != 2*time.Minute {
+		t.Errorf("0 became KeepAdapters %d, Interval %v, CallTimeout %v; want the defaults 2, 2s, 2m0s", f.o.KeepAdapters, f.o.Interval, f.o.CallTimeout)
+	}
+}
+
 // TestWatch: the poll loop loads a step that appears while it runs.
 func TestWatch(t *testing.T) {
 	fake, f, dir := newFixture(t, Options{Interval: 10 * time.Millisecond})

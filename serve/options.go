@@ -17,7 +17,9 @@ import (
 	"github.com/hone-rl/hone/serve/vllm"
 )
 
-// Options configure hone-serve.
+// Options configure hone-serve. A limit at 0 is its flag's default
+// unless its comment says otherwise (WithDefaults); a negative limit is
+// NewServer's and Run's error, naming it.
 type Options struct {
 	Model           string // model folder (config.json, safetensors, tokenizer, chat template)
 	Upstream        string // vLLM's base URL: forward to it instead of loading Model (serve/vllm)
@@ -29,7 +31,7 @@ type Options struct {
 	Port            int    // 0: any free port (the flag's default is 8000)
 	APIKey          string // require "Authorization: Bearer <key>" when set
 	MaxBatch        int    // sequences decoded together
-	MaxQueue        int    // sequences (n of each request) waiting before 429; not above 0: 256, as the flag (a queue cannot be turned off: one request is always taken when none waits)
+	MaxQueue        int    // sequences (n of each request) waiting before 429; 0: 256, as the flag (a queue cannot be turned off: one request is always taken when none waits)
 	PrefillTokens   int    // prompt tokens fed per step (chunked prefill; 0: the engine's default)
 	KVCacheBytes    int64  // KV cache budget; 0: no limit (unlike the flag's default of 2 GiB), negative: NewServer's error
 	MaxAdapters     int    // steps kept loaded per run
@@ -98,10 +100,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 
 // WithDefaults is o with every unset or non-positive setting at its
 // flag's default, as the server reads it, except three whose 0 means
-// something of its own: Port (any free port), KVCacheBytes (no limit;
-// NewServer refuses a negative one) and PrefillTokens (the engine's
-// default, 512, the flag's too). A negative limit is taken as 0, where
-// hone-serve's flags refuse it.
+// something of its own: Port (any free port), KVCacheBytes (no limit)
+// and PrefillTokens (the engine's default, 512, the flag's too). A
+// negative limit is taken as 0 here; NewServer and Run refuse it first
+// (checkLimits), as hone-serve's flags do.
 func (o Options) WithDefaults() Options {
 	def := Options{}
 	fs := pflag.NewFlagSet("defaults", pflag.ContinueOnError)
@@ -145,6 +147,40 @@ func (o Options) WithDefaults() Options {
 	return o
 }
 
+// checkLimits returns an error naming the first negative limit of o, and
+// its flag: WithDefaults would put the flag's default in its place (or,
+// for KVCacheBytes, the engine no limit), where the caller had asked for
+// a limit of their own.
+func (o Options) checkLimits() error {
+	fs := pflag.NewFlagSet("defaults", pflag.ContinueOnError)
+	(&Options{}).AddFlags(fs)
+	for _, l := range []struct {
+		field, flag, want string
+		neg               bool
+		val               any
+	}{
+		{"MaxBatch", "max-batch", "a sequence count", o.MaxBatch < 0, o.MaxBatch},
+		{"MaxQueue", "max-queue", "a sequence count", o.MaxQueue < 0, o.MaxQueue},
+		{"KVCacheBytes", "kv-cache-bytes", "a byte count", o.KVCacheBytes < 0, o.KVCacheBytes},
+		{"MaxAdapters", "max-adapters", "a step count", o.MaxAdapters < 0, o.MaxAdapters},
+		{"MaxTokens", "max-tokens", "a token count", o.MaxTokens < 0, o.MaxTokens},
+		{"MaxBodyBytes", "max-body-bytes", "a byte count", o.MaxBodyBytes < 0, o.MaxBodyBytes},
+		{"RequestTimeout", "request-timeout", "a duration", o.RequestTimeout < 0, o.RequestTimeout},
+		{"DrainTimeout", "drain-timeout", "a duration", o.DrainTimeout < 0, o.DrainTimeout},
+		{"PollInterval", "poll-interval", "a duration", o.PollInterval < 0, o.PollInterval},
+	} {
+		if !l.neg {
+			continue
+		}
+		zero := "the default (" + fs.Lookup(l.flag).DefValue + ")"
+		if l.field == "KVCacheBytes" {
+			zero = "no limit"
+		}
+		return fmt.Errorf("serve: %s %v (--%s): want %s, or 0 for %s", l.field, l.val, l.flag, l.want, zero)
+	}
+	return nil
+}
+
 // Run serves until ctx ends, then drains: new requests get 503 while those
 // in flight finish (up to DrainTimeout), and the listener closes. With
 // Upstream set it serves serve/vllm's front for that vLLM server instead,
@@ -153,6 +189,9 @@ func (o Options) WithDefaults() Options {
 // load-time check included) is bad input, stageerr.ErrBadInput: the user's
 // input, not a failure of the run; so is a malformed Upstream URL.
 func Run(ctx context.Context, o Options) error {
+	if err := o.checkLimits(); err != nil {
+		return stageerr.BadInput(err)
+	}
 	o = o.WithDefaults()
 	if o.Upstream != "" {
 		return runFront(ctx, o)

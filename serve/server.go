@@ -83,14 +83,15 @@ func NewServer(o Options) (*Server, error) {
 	if be == nil {
 		return nil, errors.New("serve: no backend (Options.Backend)")
 	}
+	// Before WithDefaults, which takes a negative limit as 0. A negative
+	// KVCacheBytes the engine would read as no limit: the opposite of
+	// the limit a caller who set one meant.
+	if err := o.checkLimits(); err != nil {
+		return nil, err
+	}
 	o = o.WithDefaults()
 	if o.Model == "" {
 		return nil, errors.New("serve: no model folder given (--model)")
-	}
-	if o.KVCacheBytes < 0 {
-		// The engine reads any budget not above 0 as no limit: the
-		// opposite of the limit a caller who set one meant.
-		return nil, fmt.Errorf("serve: KVCacheBytes %d (--kv-cache-bytes): want a byte count, or 0 for no limit", o.KVCacheBytes)
 	}
 	dt, err := model.ParseWeightDType(o.DType)
 	if err != nil {

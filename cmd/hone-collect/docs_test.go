@@ -359,6 +359,9 @@ func TestDocMCPEnv(t *testing.T) {
 			t.Errorf("%s: error %q, reward %v, env %q, %d tools", tr.ScenarioID, tr.Error, tr.Reward, tr.Env, len(tr.Tools))
 		}
 	}
+	// A reader who starts on this page leaves its out/tiny to the pages and
+	// README's round that train it.
+	docSameTinyModel(t, blocks[1])
 	docInitTiny(t, dir)
 	docRunBlock(t, dir, path, docFreePorts(t, blocks[1], "8000"))
 	docCheckModelRun(t, filepath.Join(dir, "out/mcp-tiny.parquet"), 16, "mcp")
@@ -429,6 +432,9 @@ func TestDocProxy(t *testing.T) {
 	if len(blocks) != 4 || blocks[0].lang != "sh" || blocks[1].lang != "sh" || blocks[2].lang != "python" || blocks[3].lang != "js" {
 		t.Fatalf("want two sh blocks, a python and a js block, have %+v", blocks)
 	}
+	// The block trains out/tiny in its next round, and a reader who starts
+	// here leaves that model to every page and README's round after it.
+	docSameTinyModel(t, blocks[0])
 	docInitTiny(t, dir)
 	// Run twice, as a reader trying it again does: the block once wrote
 	// the same ids into a second file of out/proxy, and its own

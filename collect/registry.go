@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -169,6 +170,21 @@ func openStdio(ctx context.Context, cmd, dir string) (env.Env, error) {
 	}
 	if len(argv) == 0 {
 		return nil, stageerr.Usagef("stdio needs --env-opt cmd='PROGRAM ARGS...'")
+	}
+	// Checked here: a working folder that is not there fails the start
+	// with the program's path ("fork/exec /usr/bin/python3: no such file or
+	// directory"), which sends the reader looking for the wrong thing.
+	if dir != "" {
+		fi, err := os.Stat(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, stageerr.Usagef("dir=%s: no such folder", dir)
+		}
+		if err != nil {
+			return nil, stageerr.Usage(fmt.Errorf("dir=%s: %w", dir, err))
+		}
+		if !fi.IsDir() {
+			return nil, stageerr.Usagef("dir=%s: not a folder", dir)
+		}
 	}
 	s, err := stdio.New(ctx, argv, dir)
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +17,9 @@ func TestEnvStartFailureExitCode(t *testing.T) {
 	tmp := t.TempDir()
 	out := filepath.Join(tmp, "o.parquet")
 	common := []string{"--groups", "1", "-G", "1", "--policy", "scripted", "-o", out}
+	if err := os.WriteFile(out+".file", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		code int
@@ -28,6 +32,11 @@ func TestEnvStartFailureExitCode(t *testing.T) {
 		{[]string{"--env", "guess", "--env-opt", "nn=3"}, 2, "nn"},
 		{[]string{"--env", "tictactoe", "--env-opt", "opponent=nobody"}, 2, "nobody"},
 		{[]string{"--env", "inbox", "--env-opt", "db=" + tmp}, 2, "is a folder"},
+		// A working folder that is not there was blamed on the program
+		// ("fork/exec /usr/bin/sh: no such file or directory"), and one
+		// that is a file failed the run (exit 1, "not a directory").
+		{[]string{"--env", "stdio", "--env-opt", "cmd=sh -c 'exit 0'", "--env-opt", "dir=/nonexistent/envdir"}, 2, "dir=/nonexistent/envdir"},
+		{[]string{"--env", "stdio", "--env-opt", "cmd=sh -c 'exit 0'", "--env-opt", "dir=" + out + ".file"}, 2, "dir=" + out + ".file: not a folder"},
 	} {
 		r := collectBin(t, append(c.args, common...)...)
 		help := strings.Contains(r.stderr, "--help")

@@ -33,7 +33,7 @@
 #                  (default "env;formula:$REWARD")
 #   EVAL_METRIC    the environment metric whose mean per held-out episode is
 #                  the summary's "success" (default found)
-#   EVAL_COLUMNS   more columns of the summary, separated by spaces: METRIC
+#   EVAL_COLUMNS   more columns of the summary, separated by spaces or ";": METRIC
 #                  (its mean per episode) or NAME=METRIC/METRIC (a ratio of
 #                  sums); default "invalid out_of_range_per_guess=out_of_range/turns".
 #                  A metric no episode of the base model's greedy evaluation
@@ -281,7 +281,9 @@ wait_model base
 
 # EVAL_COLUMNS as a JSON list of {name, num, den}: a column is the mean of
 # metric num per episode, or with den the ratio of the two metrics' sums.
-EVAL_COLS=$(jq -cn --arg s "$EVAL_COLUMNS" '$s | split(" ") | map(select(. != "")) | map(
+# Spaces or ";" separate them: README calls the variables lists separated
+# by ";", and "a;b" split on spaces alone was one metric named "a;b".
+EVAL_COLS=$(jq -cn --arg s "$EVAL_COLUMNS" '[$s | splits("[ ;]+")] | map(select(. != "")) | map(
 	(if test("=") then (split("=") | {name: .[0], spec: (.[1:] | join("="))}) else {name: null, spec: .} end)
 	| . + (.spec | split("/") | {num: .[0], den: .[1]})
 	| .name //= (if .den then "\(.num)_per_\(.den)" else .num end) | del(.spec))')

@@ -287,13 +287,15 @@ func TestDemoOtherJob(t *testing.T) {
 // the environment does not report stops the run at the first evaluation
 // with exit 2, naming it and the metrics the episodes have. It used to
 // count as 0 everywhere, a summary of zeros that read as a model that never
-// succeeds.
+// succeeds. EVAL_COLUMNS is a list as README says ENV_OPTS and SCORERS
+// are, ";"-separated, or separated by spaces: with ";" it was split on
+// spaces only, and "invalid;" came back as a metric of its own.
 func TestDemoUnknownEvalMetric(t *testing.T) {
 	ctx, root, bin := loopSetup(t)
 	out := filepath.Join(t.TempDir(), "demo")
 	cmd := scriptCmd(ctx, t, "./pipelines/demo.sh")
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "BIN="+bin, "OUT="+out, "EVAL_METRIC=wins", "EVAL_COLUMNS=invalid per_turn=found/trun",
+	cmd.Env = append(os.Environ(), "BIN="+bin, "OUT="+out, "EVAL_METRIC=wins", "EVAL_COLUMNS=invalid; per_turn=found/trun",
 		"SFT_STEPS=0", "ROUNDS=1", "RL_GROUPS=2", "GSIZE=2", "EVAL_EPISODES=4", "EVAL_SPLIT=val")
 	var stdout bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stdout

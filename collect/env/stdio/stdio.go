@@ -393,6 +393,11 @@ func (pl *policy) Act(ctx context.Context, msgs []trajectory.Message, tools []tr
 	var r struct {
 		Message chatmsg.Message `json:"message"`
 	}
+	// An episode without tools sends [], not null: the protocol shows a
+	// list, and a program that iterates it crashed on null.
+	if tools == nil {
+		tools = []trajectory.Tool{}
+	}
 	req := map[string]any{"op": "act", "policy": pl.name, "seed": pl.seed, "messages": trajectory.ChatMessages(msgs), "tools": tools}
 	if err := pl.p.call(ctx, req, &r); err != nil {
 		return trajectory.Message{}, err

@@ -22,6 +22,7 @@ func negativeLimits() []struct {
 	}{
 		{"MaxBatch", Options{MaxBatch: -1}},
 		{"MaxQueue", Options{MaxQueue: -1}},
+		{"PrefillTokens", Options{PrefillTokens: -1}},
 		{"MaxAdapters", Options{MaxAdapters: -1}},
 		{"MaxTokens", Options{MaxTokens: -1}},
 		{"MaxBodyBytes", Options{MaxBodyBytes: -1}},

@@ -161,6 +161,7 @@ func (o Options) checkLimits() error {
 	}{
 		{"MaxBatch", "max-batch", "a sequence count", o.MaxBatch < 0, o.MaxBatch},
 		{"MaxQueue", "max-queue", "a sequence count", o.MaxQueue < 0, o.MaxQueue},
+		{"PrefillTokens", "prefill-tokens", "a token count", o.PrefillTokens < 0, o.PrefillTokens},
 		{"KVCacheBytes", "kv-cache-bytes", "a byte count", o.KVCacheBytes < 0, o.KVCacheBytes},
 		{"MaxAdapters", "max-adapters", "a step count", o.MaxAdapters < 0, o.MaxAdapters},
 		{"MaxTokens", "max-tokens", "a token count", o.MaxTokens < 0, o.MaxTokens},

@@ -238,6 +238,7 @@ func negativeLimit(fs *pflag.FlagSet, opts serve.Options) error {
 	}{
 		{"max-batch", "a sequence count", opts.MaxBatch < 0, opts.MaxBatch},
 		{"max-queue", "a sequence count", opts.MaxQueue < 0, opts.MaxQueue},
+		{"prefill-tokens", "a token count", opts.PrefillTokens < 0, opts.PrefillTokens},
 		{"max-adapters", "a step count", opts.MaxAdapters < 0, opts.MaxAdapters},
 		{"max-tokens", "a token count", opts.MaxTokens < 0, opts.MaxTokens},
 		{"max-body-bytes", "a byte count", opts.MaxBodyBytes < 0, opts.MaxBodyBytes},

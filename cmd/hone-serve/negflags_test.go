@@ -29,6 +29,7 @@ func TestNegativeLimitsRefused(t *testing.T) {
 		{"--drain-timeout", []string{"--upstream", "http://127.0.0.1:1", "--drain-timeout", "-5s"}},
 		{"--max-batch", []string{"--model", "../../serve/testdata/tiny", "--threads", "1", "--max-batch", "-1"}},
 		{"--max-queue", []string{"--model", "../../serve/testdata/tiny", "--threads", "1", "--max-queue", "-1"}},
+		{"--prefill-tokens", []string{"--model", "../../serve/testdata/tiny", "--threads", "1", "--prefill-tokens", "-1"}},
 		{"--max-adapters", []string{"--model", "../../serve/testdata/tiny", "--threads", "1", "--max-adapters", "-1"}},
 		{"--max-adapters", []string{"--upstream", "http://127.0.0.1:1", "--max-adapters", "-3"}},
 		{"--max-tokens", []string{"--model", "../../serve/testdata/tiny", "--threads", "1", "--max-tokens", "-1"}},

@@ -40,20 +40,16 @@ func pyStrFormat(s string, args []jinja.Value, kwargs map[string]jinja.Value) (j
 			return jinja.Undefined(), err
 		}
 		name, conv, spec := splitField(s[i+1 : end])
-		if name == "" || name[0] == '.' || name[0] == '[' {
-			// only a field with no name at all is numbered for the caller;
-			// Python looks {[k]} up as the keyword ''
-			if name == "" {
-				if manual {
-					return jinja.Undefined(), errors.New("ValueError: cannot switch from manual field specification to automatic field numbering")
-				}
-				name, next = strconv.Itoa(next), next+1
-			}
-		} else if next > 0 && name[0] >= '0' && name[0] <= '9' {
-			// string.Formatter, which the sandbox formats with, says this
-			// for either switch
+		// string.Formatter, which the sandbox formats with, numbers only
+		// a field with no name at all ({[k]} is the keyword ''), and turns
+		// numbering manual only for a field that is all digits: {0[1]}
+		// and {0.x} mix with {}. It says the same for either switch.
+		switch {
+		case name == "" && manual, allDigits(name) && next > 0:
 			return jinja.Undefined(), errors.New("ValueError: cannot switch from manual field specification to automatic field numbering")
-		} else if name[0] >= '0' && name[0] <= '9' {
+		case name == "":
+			name, next = strconv.Itoa(next), next+1
+		case allDigits(name):
 			manual = true
 		}
 		v, err := formatField(name, args, kwargs)
@@ -126,7 +122,13 @@ func formatField(name string, args []jinja.Value, kwargs map[string]jinja.Value)
 	arg, rest := name[:first], name[first:]
 	var v jinja.Value
 	missing := ""
-	if n, err := strconv.Atoi(arg); err == nil {
+	if allDigits(arg) {
+		// Python reads a position from digits alone: {-1} and {+0} are
+		// keywords
+		n, err := strconv.Atoi(arg)
+		if err != nil {
+			return jinja.Undefined(), errors.New("ValueError: Too many decimal digits in format string")
+		}
 		if n >= len(args) {
 			return jinja.Undefined(), errors.New("IndexError: tuple index out of range")
 		}
@@ -173,8 +175,9 @@ func formatField(name string, args []jinja.Value, kwargs map[string]jinja.Value)
 // Undefined for what is missing, with the UndefinedError's message that
 // reading a member of it raises.
 func formatMember(v jinja.Value, key string, dot bool) (jinja.Value, string) {
+	// [digits] is an int key, [-1] and [+1] strings, as Python reads them
 	n, numErr := strconv.Atoi(key)
-	isIndex := !dot && numErr == nil
+	isIndex := !dot && allDigits(key) && numErr == nil
 	switch {
 	case v.IsDict():
 		if item, ok := v.AsDict().Get(key); ok && !isIndex {
@@ -193,6 +196,20 @@ func formatMember(v jinja.Value, key string, dot bool) (jinja.Value, string) {
 		return jinja.Undefined(), fmt.Sprintf("UndefinedError: %s object has no element %d", pyTypeName(v), n)
 	}
 	return jinja.Undefined(), fmt.Sprintf("UndefinedError: '%s object' has no attribute '%s'", pyTypeName(v), key)
+}
+
+// allDigits reports whether s is one or more ASCII digits, what Python's
+// format field names read as a number.
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := range len(s) {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // convertAndFormat applies a field's !s or !r, then its spec.

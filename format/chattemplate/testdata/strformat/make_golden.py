@@ -55,6 +55,12 @@ CASES = [
     "{{ 'a}b'.format() }}",
     "{{ 'a{b'.format() }}",
     "{{ '{[role]}'.format(m) }}",
+    # a name is a position only when it is all digits; only a field that
+    # is all digits, no .attr or [key] after it, turns numbering manual
+    "{{ '{-1}'.format(1, 2) }}",
+    "{{ '{+0}'.format(1, 2) }}",
+    "{{ '{0[+1]}|{0[-1]}|'.format([1, 2]) }}|{{ '{0[-1]}|{0[+1]}'.format({'-1': 'a', '+1': 'b'}) }}",
+    "{{ '{0[0]}{}'.format([5, 6]) }}|{{ '{}{0[1]}'.format([5, 6]) }}|{{ '{0.role}{}'.format(m) }}|{{ '{}{0.role}'.format(m) }}",
 ]
 
 

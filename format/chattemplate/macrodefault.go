@@ -98,7 +98,8 @@ type deferredDefault struct {
 // (2 ** 3 gave 8.0, x.y with x undefined ""). Each such parameter gets unsetName as its default, and its body
 // starts with a set of its default where it holds that value (deferred):
 // evaluated only for a parameter left out, after the parameters before
-// it, as jinja2 evaluates it. The other defaults stay as written.
+// it, as jinja2 evaluates it; the defaults after the first such one are
+// deferred too, as they may read it. The other defaults stay as written.
 func deferDefaults(content string) (string, []deferredDefault) {
 	head, params, ok := strings.Cut(content, "(")
 	end := strings.LastIndexByte(params, ')')
@@ -110,7 +111,11 @@ func deferDefaults(content string) (string, []deferredDefault) {
 	for i, part := range parts {
 		name, value, ok := strings.Cut(part, "=")
 		value = strings.TrimSpace(value)
-		if !ok || (pyOps(value) == value && !strings.Contains(value, ",")) || !isIdent(strings.TrimSpace(name)) {
+		// once one default is deferred, so is every later one: the engine
+		// evaluates those left as written before the body, where a
+		// parameter deferred still holds unsetName (b=a read it, not a's
+		// default)
+		if !ok || (deferred == nil && pyOps(value) == value && !strings.Contains(value, ",")) || !isIdent(strings.TrimSpace(name)) {
 			continue
 		}
 		deferred = append(deferred, deferredDefault{strings.TrimSpace(name), value})

@@ -31,6 +31,9 @@ CASES = [
     "{% macro m(a='a,b') %}{{ a }}{% endmacro %}{{ m(1, 2) }}",
     "{% macro m(a='a,b') %}{{ a }}{% endmacro %}{{ m(z=1) }}",
     "{% macro m(a=[1, 2][5]) %}{{ a }}{% endmacro %}{{ m() }}|{{ m(1) }}",
+    # a later default without a comma reads the one before it
+    "{% macro m(a=[1, 2], b=a, c=a|length, d=b) %}{{ b }}|{{ c }}|{{ d }}{% endmacro %}{{ m() }}|{{ m([3]) }}|{{ m(b=7) }}",
+    "{% macro m(sep=', ', end=sep ~ '.') %}{{ end }}{% endmacro %}{{ m() }}|{{ m('-') }}",
 ]
 
 

@@ -263,19 +263,32 @@ func parsePySpec(spec string, v jinja.Value) (pySpec, error) {
 	if strings.HasPrefix(spec, "0") {
 		p.zero, spec = true, spec[1:]
 	}
-	digits := func() (int, bool) {
+	// digits reads a width or precision: ok false where there is none.
+	// Each allocates what it says before any limit sees the result, so
+	// either is bounded by what one value may hold.
+	digits := func(what string) (n int, ok bool, err error) {
 		j := 0
 		for j < len(spec) && spec[j] >= '0' && spec[j] <= '9' {
 			j++
 		}
-		n, err := strconv.Atoi(spec[:j])
-		spec = spec[j:]
-		return n, err == nil
-	}
-	if n, ok := digits(); ok {
-		if n > DefaultValueBytes {
-			return p, fmt.Errorf("str.format: width %d is past the value bytes limit", n)
+		if j == 0 {
+			return 0, false, nil
 		}
+		n, err = strconv.Atoi(spec[:j])
+		spec = spec[j:]
+		switch {
+		case err != nil:
+			return 0, false, errors.New("ValueError: Too many decimal digits in format string")
+		case n > DefaultValueBytes:
+			return 0, false, fmt.Errorf("str.format: %s %d is past the value bytes limit", what, n)
+		}
+		return n, true, nil
+	}
+	n, ok, err := digits("width")
+	if err != nil {
+		return p, err
+	}
+	if ok {
 		p.width = n
 	}
 	if spec != "" && (spec[0] == ',' || spec[0] == '_') {
@@ -283,11 +296,14 @@ func parsePySpec(spec string, v jinja.Value) (pySpec, error) {
 	}
 	if strings.HasPrefix(spec, ".") {
 		spec = spec[1:]
-		n, ok := digits()
+		n, ok, err := digits("precision")
+		if err != nil {
+			return p, err
+		}
 		if !ok {
 			return p, errors.New("ValueError: Format specifier missing precision")
 		}
-		p.prec = min(n, 1000) // Python's own precision cap is far above what a template prints
+		p.prec = n
 	}
 	if len(spec) == 1 {
 		p.typ, spec = spec[0], ""
@@ -332,6 +348,9 @@ func formatSpec(v jinja.Value, spec string) (string, error) {
 }
 
 func (p pySpec) formatString(s string, unknown error) (string, error) {
+	if p.zero && !p.alignGiven {
+		p.align = '<' // Python pads a string with 0s on its right ('a0000')
+	}
 	switch {
 	case p.typ != 0 && p.typ != 's':
 		return "", unknown
@@ -353,6 +372,9 @@ func (p pySpec) formatString(s string, unknown error) (string, error) {
 func (p pySpec) formatInt(n int64, unknown error) (string, error) {
 	if p.prec >= 0 {
 		return "", errors.New("ValueError: Precision not allowed in integer format specifier")
+	}
+	if err := p.groupAllowed(); err != nil {
+		return "", err
 	}
 	base, prefix := 10, ""
 	switch p.typ {
@@ -382,7 +404,7 @@ func (p pySpec) formatInt(n int64, unknown error) (string, error) {
 		if base != 10 {
 			every = 4
 		}
-		digits = groupDigits(digits, p.group, every)
+		digits = p.groupPadded(digits, every, utf8.RuneCountInString(p.signOf(n < 0)+prefix))
 	}
 	return p.pad(p.signOf(n < 0)+prefix, digits, '>'), nil
 }
@@ -390,6 +412,9 @@ func (p pySpec) formatInt(n int64, unknown error) (string, error) {
 func (p pySpec) formatFloat(f float64, unknown error) (string, error) {
 	if p.typ != 0 && strings.IndexByte("eEfFgGn%", p.typ) < 0 {
 		return "", unknown
+	}
+	if err := p.groupAllowed(); err != nil {
+		return "", err
 	}
 	neg := math.Signbit(f) && !math.IsNaN(f)
 	f = math.Abs(f)
@@ -408,6 +433,9 @@ func (p pySpec) formatFloat(f float64, unknown error) (string, error) {
 			prec = 6
 		}
 		body = strconv.FormatFloat(f, 'g', max(prec, 1), 64)
+		if p.alt {
+			body = keepZeros(body, max(prec, 1))
+		}
 		if p.typ == 0 && !strings.ContainsAny(body, ".e") {
 			body += ".0" // Python's none-type keeps a digit past the point
 		}
@@ -423,17 +451,32 @@ func (p pySpec) formatFloat(f float64, unknown error) (string, error) {
 			body += "."
 		}
 	}
-	if p.group != 0 {
+	if p.group != 0 && !math.IsInf(f, 0) && !math.IsNaN(f) {
 		intPart, frac := body, ""
 		if j := strings.IndexAny(body, ".e%"); j >= 0 {
 			intPart, frac = body[:j], body[j:]
 		}
-		body = groupDigits(intPart, p.group, 3) + frac
+		body = p.groupPadded(intPart, 3, utf8.RuneCountInString(p.signOf(neg)+frac)) + frac
 	}
 	if p.typ == 'E' || p.typ == 'F' || p.typ == 'G' {
 		body = strings.ToUpper(body)
 	}
 	return p.pad(p.signOf(neg), body, '>'), nil
+}
+
+// keepZeros is Python's # with g: the trailing zeros that g strips (and
+// strconv's 'g' with them) written back, to prec significant digits.
+// fmt's %#g would keep them but refuses a precision above a million.
+func keepZeros(body string, prec int) string {
+	mant, exp := body, ""
+	if j := strings.IndexByte(body, 'e'); j >= 0 {
+		mant, exp = body[:j], body[j:]
+	}
+	sig := max(len(strings.TrimLeft(strings.ReplaceAll(mant, ".", ""), "0")), 1)
+	if !strings.Contains(mant, ".") {
+		mant += "."
+	}
+	return mant + strings.Repeat("0", max(prec-sig, 0)) + exp
 }
 
 func precOr6(prec int) int {
@@ -454,6 +497,35 @@ func (p pySpec) signOf(neg bool) string {
 		return " "
 	}
 	return ""
+}
+
+// groupAllowed is Python's refusal of a grouping its type has not: ,
+// with b, o, x, X or c, and either with c or n.
+func (p pySpec) groupAllowed() error {
+	if p.group == 0 || p.typ == 0 || !strings.ContainsRune("boxXcn", rune(p.typ)) || (p.group == '_' && p.typ != 'c' && p.typ != 'n') {
+		return nil
+	}
+	return fmt.Errorf("ValueError: Cannot specify '%c' with '%c'.", p.group, p.typ)
+}
+
+// groupPadded groups digits by every with the spec's separator; where
+// the spec pads with zeros (0 before the width, or fill 0 with =) the
+// zeros are digits too, grouped, as many as fill the width beside the
+// others runes of sign, prefix and fraction ('{:010,}' is 00,001,234).
+func (p pySpec) groupPadded(digits string, every, others int) string {
+	minLen := p.width - others
+	grouped := func(d int) int { return d + (d-1)/every }
+	if p.fill != '0' || p.align != '=' || grouped(len(digits)) >= minLen {
+		return groupDigits(digits, p.group, every)
+	}
+	d := max(len(digits), minLen-minLen/(every+1)-1)
+	for d > len(digits) && grouped(d-1) >= minLen {
+		d--
+	}
+	for grouped(d) < minLen {
+		d++
+	}
+	return groupDigits(strings.Repeat("0", d-len(digits))+digits, p.group, every)
 }
 
 // groupDigits puts sep between every group of digits, from the right.

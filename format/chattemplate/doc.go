@@ -16,7 +16,7 @@
 // templates cut messages with (split, rsplit, strip, lstrip, rstrip,
 // startswith, endswith: strmethods.go; find, rfind, index, rindex, count,
 // title, capitalize: strsearch.go; format, with names, .attr and [key]
-// and format specs: strformat.go), by Python's versions, as are join,
+// and format specs, fields inside specs too: strformat.go), by Python's versions, as are join,
 // splitlines, removeprefix, removesuffix, zfill, ljust, rjust, center
 // and the isdigit, isalpha, isspace, isalnum, isupper and islower tests,
 // which the engine has not (strextra.go), and the title

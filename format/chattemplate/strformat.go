@@ -14,13 +14,36 @@ import (
 // pyStrFormat is Python's str.format(*args, **kwargs) as jinja2's sandbox
 // runs it: {} {0} {name}, .attr and [key] after the name (read as the
 // sandbox reads them, a dict's key either way), !s and !r, {{ and }}, and
-// a format spec after the colon (formatSpec). The engine's method knew
-// positions alone: {name} and every spec were printed as written, None
-// as "" and 1.0 as 1, and {{ stayed doubled. A spec with a field inside
-// it ({:{width}}) is refused, where Python would fill it in.
+// a format spec after the colon (formatSpec), with fields inside it
+// ({:>{width}}) filled in first. The engine's method knew positions
+// alone: {name} and every spec were printed as written, None as "" and
+// 1.0 as 1, and {{ stayed doubled.
 func pyStrFormat(s string, args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+	f := strFormatter{args: args, kwargs: kwargs}
+	out, err := f.vformat(s, 2)
+	if err != nil {
+		return jinja.Undefined(), err
+	}
+	return jinja.NewString(out), nil
+}
+
+// strFormatter is one str.format call: its arguments, and the numbering
+// of {} that the fields inside specs share with the fields around them,
+// as in string.Formatter.
+type strFormatter struct {
+	args   []jinja.Value
+	kwargs map[string]jinja.Value
+	next   int  // the position the next {} takes
+	manual bool // a field named a position: {} is refused
+}
+
+// vformat is string.Formatter's _vformat: s with its fields filled in,
+// the specs' own fields at depth-1; below 0 Python stops.
+func (f *strFormatter) vformat(s string, depth int) (string, error) {
+	if depth < 0 {
+		return "", errors.New("ValueError: Max string recursion exceeded")
+	}
 	var b strings.Builder
-	next, manual := 0, false
 	for i := 0; i < len(s); {
 		c := s[i]
 		switch {
@@ -29,7 +52,7 @@ func pyStrFormat(s string, args []jinja.Value, kwargs map[string]jinja.Value) (j
 			i += 2
 			continue
 		case c == '}':
-			return jinja.Undefined(), errors.New("ValueError: Single '}' encountered in format string")
+			return "", errors.New("ValueError: Single '}' encountered in format string")
 		case c != '{':
 			b.WriteByte(c)
 			i++
@@ -37,41 +60,58 @@ func pyStrFormat(s string, args []jinja.Value, kwargs map[string]jinja.Value) (j
 		}
 		end, err := fieldEnd(s, i+1)
 		if err != nil {
-			return jinja.Undefined(), err
+			return "", err
 		}
-		name, conv, spec := splitField(s[i+1 : end])
-		// string.Formatter, which the sandbox formats with, numbers only
-		// a field with no name at all ({[k]} is the keyword ''), and turns
-		// numbering manual only for a field that is all digits: {0[1]}
-		// and {0.x} mix with {}. It says the same for either switch.
-		switch {
-		case name == "" && manual, allDigits(name) && next > 0:
-			return jinja.Undefined(), errors.New("ValueError: cannot switch from manual field specification to automatic field numbering")
-		case name == "":
-			name, next = strconv.Itoa(next), next+1
-		case allDigits(name):
-			manual = true
-		}
-		v, err := formatField(name, args, kwargs)
+		text, err := f.field(s[i+1:end], depth)
 		if err != nil {
-			return jinja.Undefined(), err
-		}
-		text, err := convertAndFormat(v, conv, spec)
-		if err != nil {
-			return jinja.Undefined(), err
+			return "", err
 		}
 		if b.Len()+len(text) > DefaultValueBytes {
-			return jinja.Undefined(), errors.New("str.format: the result is past the value bytes limit")
+			return "", errors.New("str.format: the result is past the value bytes limit")
 		}
 		b.WriteString(text)
 		i = end + 1
 	}
-	return jinja.NewString(b.String()), nil
+	return b.String(), nil
 }
 
-// fieldEnd is the index of the } that closes the field starting at i,
-// past a [key] (which may hold a colon or a brace); a nested field is
-// refused (see pyStrFormat).
+// field is one field's text: its value, converted, formatted by its
+// spec once the spec's own fields are filled in.
+func (f *strFormatter) field(field string, depth int) (string, error) {
+	name, conv, spec := splitField(field)
+	// string.Formatter, which the sandbox formats with, numbers only a
+	// field with no name at all ({[k]} is the keyword ''), and turns
+	// numbering manual only for a field that is all digits: {0[1]} and
+	// {0.x} mix with {}. It says the same for either switch.
+	switch {
+	case name == "" && f.manual, allDigits(name) && f.next > 0:
+		return "", errors.New("ValueError: cannot switch from manual field specification to automatic field numbering")
+	case name == "":
+		name, f.next = strconv.Itoa(f.next), f.next+1
+	case allDigits(name):
+		f.manual = true
+	}
+	v, err := formatField(name, f.args, f.kwargs)
+	if err != nil {
+		return "", err
+	}
+	// Python fills in every spec, an empty one too, so a field two
+	// specs deep fails even with none of its own.
+	if depth == 0 {
+		return "", errors.New("ValueError: Max string recursion exceeded")
+	}
+	if strings.ContainsAny(spec, "{}") {
+		if spec, err = f.vformat(spec, depth-1); err != nil {
+			return "", err
+		}
+	}
+	return convertAndFormat(v, conv, spec)
+}
+
+// fieldEnd is the index of the } that closes the field starting at i, as
+// Python's parser finds it: the name runs to a :, ! or } outside [key]
+// (which may hold any of them, or a brace), a ! takes one character, and
+// the spec after it or the colon runs to the } that balances its braces.
 func fieldEnd(s string, i int) (int, error) {
 	for ; i < len(s); i++ {
 		switch s[i] {
@@ -82,12 +122,42 @@ func fieldEnd(s string, i int) (int, error) {
 			}
 			i += j
 		case '{':
-			return 0, errors.New("str.format: a replacement field inside a format spec is not supported")
+			return 0, errors.New("ValueError: unexpected '{' in field name")
 		case '}':
 			return i, nil
+		case '!':
+			if i+1 >= len(s) {
+				return 0, errors.New("ValueError: end of string while looking for conversion specifier")
+			}
+			if i += 2; i < len(s) && s[i] == '}' {
+				return i, nil
+			}
+			if i < len(s) && s[i] != ':' {
+				return 0, errors.New("ValueError: expected ':' after conversion specifier")
+			}
+			return specEnd(s, i+1)
+		case ':':
+			return specEnd(s, i+1)
 		}
 	}
 	return 0, errors.New("ValueError: expected '}' before end of string")
+}
+
+// specEnd is the index of the } that closes a spec starting at i, past
+// the fields inside it.
+func specEnd(s string, i int) (int, error) {
+	depth := 1
+	for ; i < len(s); i++ {
+		switch s[i] {
+		case '{':
+			depth++
+		case '}':
+			if depth--; depth == 0 {
+				return i, nil
+			}
+		}
+	}
+	return 0, errors.New("ValueError: unmatched '{' in format spec")
 }
 
 // splitField cuts a field into its name, conversion and spec; a colon or
@@ -242,6 +312,7 @@ type pySpec struct {
 	width, prec     int // prec -1: none given
 	group, typ      byte
 	alignGiven, any bool
+	fillGiven       bool
 }
 
 // parsePySpec parses spec as Python's format mini-language does; what is
@@ -250,7 +321,7 @@ func parsePySpec(spec string, v jinja.Value) (pySpec, error) {
 	p := pySpec{fill: ' ', prec: -1, any: spec != ""}
 	bad := fmt.Errorf("ValueError: Invalid format specifier '%s' for object of type '%s'", spec, pyTypeName(v))
 	if r, n := utf8.DecodeRuneInString(spec); n > 0 && n < len(spec) && strings.IndexByte("<>=^", spec[n]) >= 0 {
-		p.fill, p.align, p.alignGiven, spec = r, spec[n], true, spec[n+1:]
+		p.fill, p.align, p.alignGiven, p.fillGiven, spec = r, spec[n], true, true, spec[n+1:]
 	} else if spec != "" && strings.IndexByte("<>=^", spec[0]) >= 0 {
 		p.align, p.alignGiven, spec = spec[0], true, spec[1:]
 	}
@@ -311,8 +382,14 @@ func parsePySpec(spec string, v jinja.Value) (pySpec, error) {
 	if spec != "" {
 		return p, bad
 	}
+	// Python's 0 before the width fills with zeros unless a fill is
+	// given ('{:<05}' of 7 is 70000), and aligns a number by its sign
+	// unless an align is (formatString leaves a string's to the left)
+	if p.zero && !p.fillGiven {
+		p.fill = '0'
+	}
 	if p.zero && !p.alignGiven {
-		p.fill, p.align = '0', '='
+		p.align = '='
 	}
 	return p, nil
 }
@@ -329,6 +406,19 @@ func formatSpec(v jinja.Value, spec string) (string, error) {
 		return "", err
 	}
 	unknown := fmt.Errorf("ValueError: Unknown format code '%c' for object of type '%s'", p.typ, pyTypeName(v))
+	// Python refuses a grouping its type has not while it parses the
+	// spec, before any other error of the type's
+	typ := p.typ
+	switch {
+	case typ != 0:
+	case v.IsString():
+		typ = 's'
+	case v.IsInt() || v.IsBool():
+		typ = 'd'
+	}
+	if err := p.groupAllowed(typ); err != nil && (v.IsString() || v.IsNumber() || v.IsBool()) {
+		return "", err
+	}
 	switch {
 	case v.IsString():
 		return p.formatString(v.AsString(), unknown)
@@ -340,11 +430,11 @@ func formatSpec(v jinja.Value, spec string) (string, error) {
 	case v.IsFloat():
 		return p.formatFloat(v.AsFloat(), unknown)
 	}
-	typ := pyTypeName(v)
+	name := pyTypeName(v)
 	if v.IsUndefined() {
-		typ = "Undefined"
+		name = "Undefined"
 	}
-	return "", fmt.Errorf("TypeError: unsupported format string passed to %s.__format__", typ)
+	return "", fmt.Errorf("TypeError: unsupported format string passed to %s.__format__", name)
 }
 
 func (p pySpec) formatString(s string, unknown error) (string, error) {
@@ -354,6 +444,8 @@ func (p pySpec) formatString(s string, unknown error) (string, error) {
 	switch {
 	case p.typ != 0 && p.typ != 's':
 		return "", unknown
+	case p.sign == ' ':
+		return "", errors.New("ValueError: Space not allowed in string format specifier")
 	case p.sign != 0:
 		return "", errors.New("ValueError: Sign not allowed in string format specifier")
 	case p.alt:
@@ -370,11 +462,11 @@ func (p pySpec) formatString(s string, unknown error) (string, error) {
 }
 
 func (p pySpec) formatInt(n int64, unknown error) (string, error) {
+	if p.typ != 0 && strings.IndexByte("bcdoxXn", p.typ) < 0 {
+		return "", unknown // Python's int refuses the type before it reads the rest
+	}
 	if p.prec >= 0 {
 		return "", errors.New("ValueError: Precision not allowed in integer format specifier")
-	}
-	if err := p.groupAllowed(); err != nil {
-		return "", err
 	}
 	base, prefix := 10, ""
 	switch p.typ {
@@ -385,6 +477,12 @@ func (p pySpec) formatInt(n int64, unknown error) (string, error) {
 			prefix = "0" + string(p.typ)
 		}
 	case 'c':
+		switch {
+		case p.sign != 0:
+			return "", errors.New("ValueError: Sign not allowed with integer format specifier 'c'")
+		case p.alt:
+			return "", errors.New("ValueError: Alternate form (#) not allowed with integer format specifier 'c'")
+		}
 		if n < 0 || n > utf8.MaxRune {
 			return "", errors.New("OverflowError: %c arg not in range(0x110000)")
 		}
@@ -413,9 +511,6 @@ func (p pySpec) formatFloat(f float64, unknown error) (string, error) {
 	if p.typ != 0 && strings.IndexByte("eEfFgGn%", p.typ) < 0 {
 		return "", unknown
 	}
-	if err := p.groupAllowed(); err != nil {
-		return "", err
-	}
 	neg := math.Signbit(f) && !math.IsNaN(f)
 	f = math.Abs(f)
 	prec := p.prec
@@ -433,6 +528,9 @@ func (p pySpec) formatFloat(f float64, unknown error) (string, error) {
 			prec = 6
 		}
 		body = strconv.FormatFloat(f, 'g', max(prec, 1), 64)
+		if p.typ == 0 {
+			body = noTypeFloat(f, max(prec, 1))
+		}
 		if p.alt {
 			body = keepZeros(body, max(prec, 1))
 		}
@@ -462,6 +560,24 @@ func (p pySpec) formatFloat(f float64, unknown error) (string, error) {
 		body = strings.ToUpper(body)
 	}
 	return p.pad(p.signOf(neg), body, '>'), nil
+}
+
+// noTypeFloat is Python's float format with a precision and no type:
+// g, but with a digit past the point where it writes no exponent, and an
+// exponent from one digit sooner (where that digit would pass prec:
+// '{:.3}' of 100.0 is 1e+02).
+func noTypeFloat(f float64, prec int) string {
+	e := strconv.FormatFloat(f, 'e', prec-1, 64)
+	j := strings.IndexByte(e, 'e')
+	exp, _ := strconv.Atoi(e[j+1:])
+	if exp < -4 || exp >= prec-1 {
+		mant := e[:j]
+		if strings.Contains(mant, ".") {
+			mant = strings.TrimSuffix(strings.TrimRight(mant, "0"), ".")
+		}
+		return mant + e[j:]
+	}
+	return strconv.FormatFloat(f, 'g', prec, 64)
 }
 
 // keepZeros is Python's # with g: the trailing zeros that g strips (and
@@ -499,13 +615,14 @@ func (p pySpec) signOf(neg bool) string {
 	return ""
 }
 
-// groupAllowed is Python's refusal of a grouping its type has not: ,
-// with b, o, x, X or c, and either with c or n.
-func (p pySpec) groupAllowed() error {
-	if p.group == 0 || p.typ == 0 || !strings.ContainsRune("boxXcn", rune(p.typ)) || (p.group == '_' && p.typ != 'c' && p.typ != 'n') {
+// groupAllowed is Python's refusal of a grouping that typ (the spec's
+// type, or its value's default one) has not: either is d, e, f, g, E, F,
+// G, % and none's, _ b, o, x and X's too.
+func (p pySpec) groupAllowed(typ byte) error {
+	if p.group == 0 || typ == 0 || strings.IndexByte("defgEFG%", typ) >= 0 || (p.group == '_' && strings.IndexByte("boxX", typ) >= 0) {
 		return nil
 	}
-	return fmt.Errorf("ValueError: Cannot specify '%c' with '%c'.", p.group, p.typ)
+	return fmt.Errorf("ValueError: Cannot specify '%c' with '%c'.", p.group, typ)
 }
 
 // groupPadded groups digits by every with the spec's separator; where

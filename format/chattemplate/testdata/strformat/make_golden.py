@@ -9,8 +9,7 @@ saying what jinja2's said.
 Usage (from the repository root):
   python3 format/chattemplate/testdata/strformat/make_golden.py > format/chattemplate/testdata/strformat/golden.json
 
-Left out: a replacement field inside a spec ({:{w}}), which Hone
-refuses, !a, and .format(**d), which reaches the engine's method.
+Left out: !a, and .format(**d), which reaches the engine's method.
 """
 import sys
 from pathlib import Path
@@ -70,7 +69,24 @@ CASES = [
     "{{ '{:05}|{:03}|{:0>4}'.format('a', 'abcd', 'b') }}",
     "{{ '{:010,}|{:010,.1f}|{:07_}|{:+09,}|{:09_x}|{:010,}'.format(1234, 1234.5, 12345, 1234, 65535, -1234) }}",
     "{{ '{:,x}'.format(1234) }}",
+    "{{ '{:<05x}|{:<020}|{:>05}|{:*<05}|{:^07.1f}'.format(7, 1e-05, 'a', 3, 2.5) }}",
+    "{{ '{:+c}'.format(65) }}",
+    "{{ '{:#c}'.format(65) }}",
+    "{{ '{: }'.format('a') }}",
+    "{{ '{:.2s}'.format(5) }}",
+    "{{ '{:,s}'.format(5) }}",
     "{{ '{:_n}'.format(1234) }}",
+    # a field inside a spec, filled in first, numbered after its own field
+    "{{ '{:>{}}|'.format('a', 5) }}{{ '{:>{w}}|'.format('a', w=5) }}{{ '{0:{1}.{2}f}|'.format(3.14159, 8, 2) }}{{ '{:{}}{}|'.format('x', 3, 'y') }}{{ '{!r:{}}|'.format('x', 5) }}{{ '{:{}}|'.format('x', '>4') }}{{ '{0[}]}|{0[{]}'.format({'}': 1, '{': 2}) }}",
+    "{{ '{:{:{}}}'.format('x', 3, 4) }}",
+    "{{ '{:{0}}'.format('x', 3) }}",
+    "{{ '{:{{}}}'.format('x') }}",
+    "{{ '{:{}'.format('x') }}",
+    "{{ '{a{b}'.format(a=1) }}",
+    "{{ '{:[^5}'.format('a') }}",
+    # a precision with no type writes an exponent where a digit past the
+    # point would pass it
+    "{{ '{:.3}|{:.2}|{:.1}|{:.1}|{:.3}|{:#.3}|{:.3}|{:.4}|{:.0}'.format(100.0, 10.0, 5.0, 0.5, 3.0, 100.0, 0.0001, 0.00001, 25.0) }}",
     "{{ '{0[0]}{}'.format([5, 6]) }}|{{ '{}{0[1]}'.format([5, 6]) }}|{{ '{0.role}{}'.format(m) }}|{{ '{}{0.role}'.format(m) }}",
 ]
 

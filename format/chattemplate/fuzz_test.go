@@ -76,3 +76,24 @@ func FuzzInstrument(f *testing.F) {
 		}
 	})
 }
+
+// FuzzStrFormat: str.format with any format string neither panics (a
+// field name read as a negative position indexed the arguments with it)
+// nor writes more than one value may hold.
+func FuzzStrFormat(f *testing.F) {
+	for _, s := range []string{
+		"{}: {}", "{0[1]}{1.a}{k!r:>8}", "{-1}", "{+0}{0[-1]}", "{0[0]}{}", "{:{}.{}f}", "{:{:{}}}",
+		"{:*^10,.2f}", "{:#010_x}", "{:{{}}}", "{!", "{0[", "{:.99999999999999999999}", "{:<020}",
+	} {
+		f.Add(s)
+	}
+	args := []jinja.Value{jinja.NewInt(-7), jinja.NewFloat(2.5), jinja.NewString("ab"),
+		jinja.NewList([]jinja.Value{jinja.NewInt(1), jinja.None()})}
+	kwargs := map[string]jinja.Value{"k": jinja.NewString("v"), "": jinja.NewBool(true)}
+	f.Fuzz(func(t *testing.T, format string) {
+		out, err := pyStrFormat(format, args, kwargs)
+		if err == nil && len(out.AsString()) > DefaultValueBytes {
+			t.Fatalf("%q: %d bytes, past the value bytes limit", format, len(out.AsString()))
+		}
+	})
+}

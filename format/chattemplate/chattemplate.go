@@ -539,6 +539,10 @@ func (t *Template) render(ctx context.Context, name string, in Input, args argsM
 	for k, v := range c.py {
 		data[k] = v
 	}
+	if _, ok := c.py[sliceName]; ok {
+		// slice's columns cost this rendering's steps (budget.slice)
+		data[sliceName] = jinja.NewCallable("slice", b.slice)
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			out, err = "", fmt.Errorf("render chat template %q: %w: %s", name, ErrEngine, panicText(p))

@@ -21,8 +21,23 @@ const (
 // value's items (list(value)) cut into slices columns, the first
 // len % slices of them one item longer, and the shorter ones padded with
 // fill_with when it is given. jinja2 gives a generator; a list prints as
-// the templates that loop over it or pass it to list see it.
+// the templates that loop over it or pass it to list see it. A rendering
+// calls the budget's (budget.slice); this one, with no budget, is bounded
+// by the default value bytes alone.
 func sliceFilter(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+	return sliceColumns(args, kwargs, nil)
+}
+
+// slice is sliceFilter charged to the rendering: a list is built for
+// each column, an empty one too, so each costs a step, as range's items
+// do, and more columns than the steps left or than a list within
+// ValueBytes holds stop the rendering before any is built ([1]|slice(n)
+// in a loop allocated gigabytes over seconds at no limit).
+func (b *budget) slice(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+	return sliceColumns(args, kwargs, b)
+}
+
+func sliceColumns(args []jinja.Value, kwargs map[string]jinja.Value, b *budget) (jinja.Value, error) {
 	params, err := bindFilterArgs("sync_do_slice", []string{"value", "slices", "fill_with"}, 2, args, kwargs)
 	if err != nil {
 		return jinja.Undefined(), err
@@ -46,10 +61,15 @@ func sliceFilter(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value
 	if cols < 0 {
 		return jinja.NewList(nil), nil
 	}
-	if cols > DefaultValueBytes/4 {
-		// each column is a list, even an empty one, which prints as "[]"
-		// and a separator: refuse a count whose value the value bytes
-		// limit would refuse, before building it
+	if b != nil {
+		if left := b.lim.Steps - b.steps; cols > max(left, 0) {
+			return jinja.Undefined(), b.fail("steps", b.lim.Steps, "slice(%d) builds %d lists, more than the %d steps left", cols, cols, max(left, 0))
+		}
+		if cols > b.lim.ValueBytes/perItem {
+			return jinja.Undefined(), b.fail("value bytes", b.lim.ValueBytes, "slice(%d) builds a list of %d lists, larger than that", cols, cols)
+		}
+		b.steps += cols
+	} else if cols > DefaultValueBytes/perItem {
 		return jinja.Undefined(), fmt.Errorf("slice: %d slices is past the value bytes limit", cols)
 	}
 	fill, padded := params[2], !params[2].IsUndefined() && !params[2].IsNone()

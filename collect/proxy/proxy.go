@@ -521,14 +521,19 @@ func upstreamCredentials(o Options) string {
 // send makes r's request, with body, to the upstream. When it cannot, it
 // answers the agent with a 502 and returns false.
 func (p *Proxy) send(w http.ResponseWriter, r *http.Request, body []byte) (*http.Response, bool) {
-	rest := strings.TrimPrefix(r.URL.Path, "/v1")
+	// The path as the agent escaped it: the decoded one turned a model
+	// id's %2F into a path separator upstream, and a %25 into a stray '%'
+	// the upstream URL failed to parse with.
+	rest := strings.TrimPrefix(r.URL.EscapedPath(), "/v1")
 	u := strings.TrimSuffix(p.o.Upstream, "/") + rest
 	if r.URL.RawQuery != "" {
 		u += "?" + r.URL.RawQuery
 	}
 	req, err := http.NewRequestWithContext(r.Context(), r.Method, u, bytes.NewReader(body))
 	if err != nil {
-		httpError(w, http.StatusBadGateway, err.Error())
+		// url.Parse's error quotes u whole, upstream's userinfo and all
+		// (the escaped path keeps agents' paths from getting here).
+		httpError(w, http.StatusBadGateway, urlmask.ShownErr(err).Error())
 		return nil, false
 	}
 	// The agent's own headers that the server reads: OpenAI's API bills

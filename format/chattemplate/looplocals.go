@@ -112,7 +112,10 @@ func (l *loopScan) seq(i int, f *loopFlow) (int, string) {
 			i = l.ifBlock(i, f, content)
 		case "for":
 			i = l.forBlock(i, f, s, content)
-		case "macro", "call", "with":
+		case "macro", "call", "with", "filter", "generation":
+			// Each body is a scope of its own (jinja2's filter block is an
+			// inner frame, transformers' generation a call block), and
+			// its end tag must not be taken for the end of this one.
 			inner := newLoopFlow(f, assignedNames(kw, content))
 			f.readCode(strings.TrimPrefix(strings.TrimSpace(content), kw))
 			i, _ = l.seq(i+1, inner)
@@ -122,7 +125,7 @@ func (l *loopScan) seq(i int, f *loopFlow) (int, string) {
 			}
 			i++
 		default:
-			// filter, generation, break, continue and the rest: what
+			// break, continue and the rest: what
 			// they hold runs here, in this scope.
 			f.readCode(strings.TrimPrefix(strings.TrimSpace(content), kw))
 			i++

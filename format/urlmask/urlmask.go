@@ -21,7 +21,9 @@ const Masked = "xxxxx"
 // password with a space or a stray '%' is no less secret.
 func Shown(s string) string {
 	u, err := url.Parse(s)
-	if err != nil {
+	if err != nil || u.Opaque != "" {
+		// An opaque URL is one typed without its "//": user:pw@host:8000/v1
+		// parses as scheme "user", the password in the opaque part.
 		return shownUnparsed(s)
 	}
 	if u.User == nil {
@@ -34,18 +36,19 @@ func Shown(s string) string {
 	return u.String()
 }
 
-// shownUnparsed masks the userinfo of s, a URL url.Parse refused, by its
-// text alone: everything after "//" and before the last '@' ahead of any
-// '?' or '#' is taken for userinfo, so a password holding '/' or '@' is
+// shownUnparsed masks the userinfo of s, a URL url.Parse refused or read
+// as opaque, by its text alone: everything after "//" (or from the start,
+// without one) and before the last '@' ahead of any '?' or '#' is taken
+// for userinfo, so a password holding '/' or '@' is
 // masked whole. It errs towards masking, as only strings that are no URL
 // get here. The user before the first ':' stays, as in Shown; a
 // userinfo without ':' is a token and is masked whole.
 func shownUnparsed(s string) string {
-	i := strings.Index(s, "//")
-	if i < 0 {
-		return s
+	start := 0 // no "//": a URL typed without it starts with its userinfo
+	if i := strings.Index(s, "//"); i >= 0 {
+		start = i + 2
 	}
-	rest := s[i+2:]
+	rest := s[start:]
 	end := strings.IndexAny(rest, "?#")
 	if end < 0 {
 		end = len(rest)
@@ -58,7 +61,7 @@ func shownUnparsed(s string) string {
 	if user, _, ok := strings.Cut(rest[:at], ":"); ok {
 		masked = user + ":" + Masked
 	}
-	return s[:i+2] + masked + rest[at:]
+	return s[:start] + masked + rest[at:]
 }
 
 // userinfoEnd is the '@' that ends a URL's userinfo, by its code: the

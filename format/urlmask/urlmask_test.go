@@ -43,6 +43,10 @@ var shownCases = []struct{ name, in, want string }{
 	{"control byte: masked by its text", "http://u:p@h/\x7f", "http://u:xxxxx@h/\x7f"},
 	{"no scheme before colon: masked by its text", "://u:p@h", "://u:xxxxx@h"},
 	{"does not parse, no userinfo: as given", "http://h w/v1", "http://h w/v1"},
+	{"no //, parsed as opaque: masked by its text", "hone:pw@127.0.0.1:8000/v1", "hone:xxxxx@127.0.0.1:8000/v1"},
+	{"scheme without //: masked by its text", "http:u:pw@h/v1", "http:xxxxx@h/v1"},
+	{"no scheme, no //: a path, as given", "sk-abc@h/v1", "sk-abc@h/v1"},
+	{"opaque, no userinfo: as given", "localhost:8000/v1", "localhost:8000/v1"},
 	{"does not parse, @ only in the query: as given", "http://h w/v1?to=a@b", "http://h w/v1?to=a@b"},
 }
 

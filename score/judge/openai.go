@@ -294,7 +294,7 @@ func classify(err error, callCtx context.Context, timeout time.Duration, usage U
 		return &Error{Kind: "http", Retryable: retry.Answer(status, apiErr.Code), Status: status, Usage: usage, RetryAfter: serverWait(apiErr.Response),
 			Err: fmt.Errorf("%s from %s: %s", retry.Label(status, apiErr.Code), where, msg)}
 	case errors.Is(callCtx.Err(), context.DeadlineExceeded):
-		return &Error{Kind: "timeout", Retryable: true, Usage: usage, Err: fmt.Errorf("no answer within %v: %w", timeout, err)}
+		return &Error{Kind: "timeout", Retryable: true, Usage: usage, Err: fmt.Errorf("no answer within %v (--judge-timeout, each call; a slow judge, such as a small model on CPU, needs more): %w", timeout, err)}
 	default:
 		return &Error{Kind: "transport", Retryable: true, Usage: usage, Err: err}
 	}

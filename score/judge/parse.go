@@ -2,7 +2,6 @@ package judge
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -257,8 +256,12 @@ func Parse(req Request, content string) ([]Score, error) {
 	if err != nil {
 		return nil, bad("answer's scores: %v", err)
 	}
+	var errs []string
 	if len(scores) != len(req.IDs) {
-		return nil, bad("answer has %d scores for %d trajectories", len(scores), len(req.IDs))
+		// Counted first, then named below: which ids are missing or made
+		// up tells a cut answer (the last blocks missing) from a judge
+		// that numbered the attempts its own way.
+		errs = append(errs, fmt.Sprintf("answer has %d scores for %d trajectories", len(scores), len(req.IDs)))
 	}
 	want := make(map[string]int, len(req.IDs))
 	for i, id := range req.IDs {
@@ -266,21 +269,20 @@ func Parse(req Request, content string) ([]Score, error) {
 	}
 	out := make([]Score, len(req.IDs))
 	seen := make([]bool, len(req.IDs))
-	var errs []error
 	for _, r := range scores {
 		i, ok := want[r.ID]
 		score := r.Score.v
 		switch {
 		case !ok:
-			errs = append(errs, fmt.Errorf("unknown trajectory_id %q", r.ID))
+			errs = append(errs, fmt.Sprintf("unknown trajectory_id %q", r.ID))
 			continue
 		case seen[i]:
-			errs = append(errs, fmt.Errorf("trajectory_id %q scored twice", r.ID))
+			errs = append(errs, fmt.Sprintf("trajectory_id %q scored twice", r.ID))
 			continue
 		case score == nil:
-			errs = append(errs, fmt.Errorf("trajectory_id %q: no score", r.ID))
+			errs = append(errs, fmt.Sprintf("trajectory_id %q: no score", r.ID))
 		case math.IsNaN(*score) || *score < 0 || *score > 1:
-			errs = append(errs, fmt.Errorf("trajectory_id %q: score %v is outside [0,1]", r.ID, *score))
+			errs = append(errs, fmt.Sprintf("trajectory_id %q: score %v is outside [0,1]", r.ID, *score))
 		}
 		seen[i] = true
 		out[i] = Score{ID: r.ID, Explanation: r.Explanation}
@@ -289,7 +291,14 @@ func Parse(req Request, content string) ([]Score, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return nil, bad("%w", errors.Join(errs...))
+		for i, ok := range seen {
+			if !ok {
+				errs = append(errs, fmt.Sprintf("no score for trajectory_id %q", req.IDs[i]))
+			}
+		}
+		// One line: the error goes into a log line and each marked row's
+		// error column, where a newline would split it.
+		return nil, bad("%s", strings.Join(errs, "; "))
 	}
 	return out, nil
 }

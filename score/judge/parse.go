@@ -2,6 +2,7 @@ package judge
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -247,6 +248,12 @@ func Parse(req Request, content string) ([]Score, error) {
 	var a answer
 	dec := json.NewDecoder(strings.NewReader(text))
 	if err := dec.Decode(&a); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) && typeErr.Field == "" && typeErr.Value == "array" {
+			// ART's list of scores with its "scores" key left out: say
+			// which key, rather than name the Go type it was decoded to.
+			return nil, bad(`answer is a list without "scores" around it: want {"scores": …}, keyed by trajectory id or holding ART's list (answer starts %q)`, prefix(text, 80))
+		}
 		return nil, bad("answer is not the expected JSON object: %v (answer starts %q)", err, prefix(text, 80))
 	}
 	if dec.More() {

@@ -288,3 +288,21 @@ func TestHoneServeJudgeBaseURLWithoutV1(t *testing.T) {
 		}
 	}
 }
+
+// TestHoneServeJudgeMaxTokensOverCap: a --judge-max-tokens over
+// hone-serve's --max-tokens is refused with a 400, and the error names
+// hone-score's flag, as docs/ruler.md says ("refused with a 400 naming
+// it"). It named only the request field, max_completion_tokens, which a
+// hone-score user never set.
+func TestHoneServeJudgeMaxTokensOverCap(t *testing.T) {
+	base := serveJudge(t, serve.Options{Model: tinyJudgeModel(t), MaxTokens: 64})
+	dir := t.TempDir()
+	in := scenario(t, dir, "in.parquet", 0, 1, 2)
+	r := runBin(t, nil, nil, "-o", filepath.Join(dir, "out.parquet"), "--judge-base-url", base, "--judge-model", "tiny-judge",
+		"--no-judge-cache", "--judge-retries", "0", "--judge-max-tokens", "1000", "--scorer", "ruler", in)
+	for _, want := range []string{"HTTP 400", "cap of 64", "--judge-max-tokens 1000"} {
+		if r.code != 1 || !strings.Contains(r.stderr, want) {
+			t.Fatalf("exit %d (want 1), stderr:\n%s\nwant it to contain %q", r.code, r.stderr, want)
+		}
+	}
+}

@@ -136,7 +136,7 @@ func (o *OpenAI) Judge(ctx context.Context, req Request) (Verdict, error) {
 			// was sent.
 			return Verdict{}, withUsage(ctx.Err(), usage)
 		}
-		return Verdict{}, classify(err, callCtx, o.opts.Timeout, usage, req.Model, o.contextHint())
+		return Verdict{}, classify(err, callCtx, o.opts.Timeout, usage, req.Model, o.contextHint(), o.opts.MaxTokens)
 	}
 	usage.PromptTokens = resp.Usage.PromptTokens
 	usage.CompletionTokens = resp.Usage.CompletionTokens
@@ -261,7 +261,7 @@ func (o *OpenAI) contextHint() string {
 // however often it is asked; retry.Answer). The error names the answer
 // by its status and its body's code (retry.Label: logits_not_finite,
 // model_not_found, as collect's model calls do) and the server's message.
-func classify(err error, callCtx context.Context, timeout time.Duration, usage Usage, model, contextHint string) error {
+func classify(err error, callCtx context.Context, timeout time.Duration, usage Usage, model, contextHint string, maxTokens int64) error {
 	// A transport error names the URL: its token user masked (ShownErr).
 	err = urlmask.ShownErr(err)
 	var apiErr *openai.Error
@@ -279,6 +279,11 @@ func classify(err error, callCtx context.Context, timeout time.Duration, usage U
 		}
 		if status == http.StatusNotFound {
 			msg += providerHint(model)
+		}
+		if status == http.StatusBadRequest && maxTokens > 0 && (apiErr.Param == "max_completion_tokens" || apiErr.Param == "max_tokens") {
+			// The server names the request's field; the user set it with
+			// hone-score's flag, which is what to change.
+			msg += fmt.Sprintf(": hone-score asked for it with --judge-max-tokens %d; give one within the server's cap, or raise the cap", maxTokens)
 		}
 		if retry.ContextFull(status, apiErr.Code, apiErr.Type, apiErr.Message) {
 			// The server asks to shorten the messages, which a scorer

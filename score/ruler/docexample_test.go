@@ -43,3 +43,26 @@ func TestDocExampleMatchesPrompt(t *testing.T) {
 		t.Fatalf("docs/ruler.md's example is not the prompt Build writes (each ... standing for any text).\n--- page ---\n%s\n--- Build ---\n%s", example, p.User)
 	}
 }
+
+// TestDocAnswerShapeMatchesSystem: the answer shape docs/ruler.md quotes
+// from the system message ("answer with a JSON object keyed by trajectory
+// id: `…`") is the one the system message of a group asks for, word for
+// word, so that a change to the instructions cannot leave the page behind.
+func TestDocAnswerShapeMatchesSystem(t *testing.T) {
+	b, err := os.ReadFile("../../docs/ruler.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := strings.Join(strings.Fields(string(b)), " ")
+	_, after, ok := strings.Cut(page, "keyed by trajectory id: `")
+	if !ok {
+		t.Fatal("docs/ruler.md does not quote the answer shape after \"keyed by trajectory id: `\"")
+	}
+	shape, _, _ := strings.Cut(after, "`")
+	a := game("a", `{"cell":5}`, "ok", "I win")
+	c := game("b", `{"cell":10}`, "illegal move", "oops")
+	p := ruler.Build([]trajectory.Trajectory{a, c}, "")
+	if !strings.Contains(p.System, shape) {
+		t.Fatalf("docs/ruler.md's answer shape %s is not in the system message:\n%s", shape, p.System)
+	}
+}

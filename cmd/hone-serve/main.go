@@ -118,6 +118,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if fs.NArg() > 0 {
 		return cli.Usagef("unexpected arguments %q", fs.Args())
 	}
+	remote.timeoutGiven = fs.Changed("poll-timeout")
 	switch {
 	case opts.Model == "" && opts.Upstream == "":
 		return cli.Usagef("one of --model or --upstream is required")

@@ -46,7 +46,10 @@ func TestHelpAndUsage(t *testing.T) {
 		{"--upstream", "localhost:8001"}, {"--upstream", "ftp://127.0.0.1:1"},
 		// A port no socket can have is bad usage, found before the model
 		// loads (the listen failing after it was exit 1).
-		{"--model", "../../serve/testdata/tiny", "--port", "70000"}, {"--upstream", "http://127.0.0.1:1", "--port", "-1"}} {
+		{"--model", "../../serve/testdata/tiny", "--port", "70000"}, {"--upstream", "http://127.0.0.1:1", "--port", "-1"},
+		// --poll-timeout bounds a poll of an object store: with a local
+		// folder, which is watched, it would do nothing.
+		{"--model", "../../serve/testdata/tiny", "--adapters", t.TempDir(), "--poll-timeout", "1m"}, {"--model", "x", "--poll-timeout", "0"}} {
 		err := run(context.Background(), args, noEnv, io.Discard, &bytes.Buffer{})
 		if cli.ExitCode(err) != cli.ExitUsage {
 			t.Fatalf("%q: %v (exit %d), want a usage error", args, err, cli.ExitCode(err))

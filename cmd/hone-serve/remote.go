@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/hone-rl/hone/cmd/internal/cli"
 	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/runfolder"
+	"github.com/hone-rl/hone/internal/flagval"
 	"github.com/hone-rl/hone/train/checkpoint"
 	"github.com/spf13/pflag"
 )
@@ -28,11 +30,24 @@ import (
 // A temporary folder (no --adapters-cache) is removed when the server stops.
 // Optimizer state is not pulled; of a run's new steps, the newest
 // --max-adapters are. A run that cannot be pulled is logged and passed
-// over; the other runs are pulled.
-type remoteAdapters struct{ cache string }
+// over; the other runs are pulled. Each poll is abandoned after
+// --poll-timeout: a store that takes the connection and never answers
+// held the poller for ever, so serving stayed on the steps pulled before
+// with no word.
+type remoteAdapters struct {
+	cache        string
+	timeout      time.Duration // 0 (a remoteAdapters made in code): defaultPollTimeout
+	timeoutGiven bool          // --poll-timeout was on the command line
+}
+
+// defaultPollTimeout is --poll-timeout's default, as hone-train's
+// --publish-timeout's: far longer than a pull of a few LoRA steps takes,
+// so that only a store that stopped answering reaches it.
+const defaultPollTimeout = 10 * time.Minute
 
 func (r *remoteAdapters) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&r.cache, "adapters-cache", "", "with --adapters s3://…: the local folder steps are pulled into (default: a new temporary folder, removed when the server stops); with --upstream, vLLM must read it at the same absolute path")
+	flagval.PositiveDuration(fs, &r.timeout, "poll-timeout", defaultPollTimeout, "with --adapters s3://…: wall time for one poll of the store (its listing and the new steps' pull); one that takes longer (a store that stopped answering) is abandoned with a warning and tried again at the next --poll-interval, the steps pulled before serving meanwhile; at start it fails the server")
 }
 
 // start pulls once, points the adapters folder at the local copy and keeps
@@ -42,6 +57,9 @@ func (r *remoteAdapters) start(ctx context.Context, adapters *string, every time
 	if !fileset.IsURL(*adapters) {
 		if r.cache != "" {
 			return nil, cli.Usagef("--adapters-cache needs --adapters to name an object-store folder (s3://…)")
+		}
+		if r.timeoutGiven {
+			return nil, cli.Usagef("--poll-timeout needs --adapters to name an object-store folder (s3://…): a local folder is watched, not pulled")
 		}
 		p, err := fileset.LocalPath(*adapters) // a file:// URL is watched as its path
 		if err != nil {
@@ -117,7 +135,9 @@ func (r *remoteAdapters) start(ctx context.Context, adapters *string, every time
 		}
 		return nil
 	}
-	if err := pull(ctx); err != nil {
+	timeout := cmp.Or(r.timeout, defaultPollTimeout)
+	attempt := func(ctx context.Context) error { return pollAttempt(ctx, pull, timeout) }
+	if err := attempt(ctx); err != nil {
 		removeTemporary()
 		if errors.Is(err, fileset.ErrNoBucket) {
 			// Nothing in the set-up (docs/cluster.md, serve.yaml) makes a
@@ -136,13 +156,28 @@ func (r *remoteAdapters) start(ctx context.Context, adapters *string, every time
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		pollAdapters(pctx, every, pull, remote, log)
+		pollAdapters(pctx, every, attempt, remote, log)
 	}()
 	return func() {
 		cancel()
 		<-done
 		removeTemporary()
 	}, nil
+}
+
+// pollAttempt calls pull (start's poll of the store) abandoned after
+// timeout: a store that takes the connection and never answers held the
+// poll for ever. The error of one cut off says so (the caller names the
+// store): the store's own error is a request cut off, which does not say
+// why.
+func pollAttempt(ctx context.Context, pull func(context.Context) error, timeout time.Duration) error {
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err := pull(actx)
+	if err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("abandoned after --poll-timeout %v: %w", timeout, err)
+	}
+	return err
 }
 
 // pollAdapters calls pull (start's poll of the store) every period until

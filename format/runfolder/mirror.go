@@ -50,12 +50,18 @@ func remoteLatest(ctx context.Context, run string) (Step, bool, error) {
 
 // Publish uploads the steps of the local run folder localRun that are
 // newer than the remote run folder's latest and no newer than the local
-// latest, then the run's other files (metrics.jsonl, manifest.json…;
-// not its lock or temporary files), then points the remote latest at the
-// local one when that is newer. It returns the steps uploaded. A local run
+// latest, oldest first, moving the remote latest on to each step but the
+// newest once that step is whole in the store, then the run's other files
+// (metrics.jsonl, manifest.json…; not its lock or temporary files), then
+// points the remote latest at the local one when that is newer. A call
+// cut off part way so keeps the steps it got up: the next starts after
+// them. It returns the steps uploaded. A local run
 // without latest publishes nothing. The run's files go up as they were
 // while the local latest was the step the store's latest comes to name,
-// never newer: where the trainer saved a step while Publish ran, that step
+// never newer (older where a call was cut off after moving the remote
+// latest past the store's files: a fresh trainer pulling that may train
+// again the inputs trained since those files were read, never skip one
+// not trained): where the trainer saved a step while Publish ran, that step
 // is uploaded too and the files are read again (a few times at most; then
 // the last read goes up with the latest read after it).
 //
@@ -173,6 +179,17 @@ func publishSteps(ctx context.Context, localRun, remoteRun string, from, to int)
 			return done, fmt.Errorf("publish step %d of %s: %w", s.N, localRun, err)
 		}
 		done = append(done, s.N)
+		// The store's latest follows each step but the last as it is up:
+		// a publish cut off (a deadline on a store that stopped answering)
+		// leaves the steps it got up named, and the next starts after
+		// them; before, each started from nothing, and a backlog longer
+		// than the deadline was never published. The last step's latest
+		// goes up after the run's files, as Publish says.
+		if s.N < to {
+			if err := fileset.WriteFile(ctx, fileset.Join(remoteRun, LatestName), []byte(s.Name+"\n")); err != nil {
+				return done, fmt.Errorf("publish step %d of %s: move the store's latest: %w", s.N, localRun, err)
+			}
+		}
 	}
 	return done, nil
 }

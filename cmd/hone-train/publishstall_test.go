@@ -99,3 +99,41 @@ func TestPublishToStalledStoreRetried(t *testing.T) {
 		t.Errorf("the last publish, stalled, logged no error naming the deadline:\n%s", p.shown())
 	}
 }
+
+// TestStartOnStalledStoreGivesUp: the start-up calls to the store (its
+// listing, the write check, the pull) of a store that takes the connection
+// and never answers give up after --publish-timeout with an error naming
+// the store and the call. Before, the trainer waited for ever before it
+// trained.
+func TestStartOnStalledStoreGivesUp(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	s3 := fakes3d.StartTest(t, "hone")
+	s3.Stall(true)
+	r := remoteOut{every: time.Hour, timeout: 200 * time.Millisecond}
+	o := trainer.Options{Out: s3.URL("hone", "adapters"), Name: "stall"}
+	done := make(chan error, 1)
+	go func() {
+		finish, err := r.start(context.Background(), &o, slog.New(slog.DiscardHandler))
+		if err == nil {
+			err = finish(nil)
+		}
+		done <- err
+	}()
+	var err error
+	if !waitfor.Within(30*time.Second, func() bool {
+		select {
+		case err = <-done:
+			return true
+		default:
+			return false
+		}
+	}) {
+		s3.Stall(false)
+		<-done
+		t.Fatalf("the start on a stalled store was still waiting after 30s (%d requests held)", s3.Stalled())
+	}
+	if err == nil || !strings.Contains(err.Error(), "s3://hone/adapters/stall") || !strings.Contains(err.Error(), "list") ||
+		!strings.Contains(err.Error(), "abandoned after --publish-timeout 200ms") {
+		t.Errorf("start on a stalled store: %v; want an error naming the store, the listing and --publish-timeout 200ms", err)
+	}
+}

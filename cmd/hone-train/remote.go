@@ -49,7 +49,7 @@ const defaultPublishTimeout = 10 * time.Minute
 func (r *remoteOut) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&r.cache, "out-cache", "", "with --out s3://…: the local folder the run folders are written in before upload (default: a new temporary folder, removed once everything is published)")
 	fs.DurationVar(&r.every, "publish-every", 30*time.Second, "with --out s3://…: how often saved steps are uploaded (and once at the end)")
-	flagval.PositiveDuration(fs, &r.timeout, "publish-timeout", defaultPublishTimeout, "with --out s3://…: wall time for one upload of the saved steps; one that takes longer (a store that stopped answering) is abandoned, retried at the next --publish-every, and at the end fails the run")
+	flagval.PositiveDuration(fs, &r.timeout, "publish-timeout", defaultPublishTimeout, "with --out s3://…: wall time for one upload of the saved steps, and for each call to the store at start (its listing, a write check, the pull of the published run); an upload that takes longer (a store that stopped answering) is abandoned, retried at the next --publish-every, and at the end fails the run; a call at start that does fails the call")
 }
 
 // check refuses r's flags, and an --out that names no folder, as usage
@@ -95,13 +95,22 @@ func (r *remoteOut) start(ctx context.Context, o *trainer.Options, log *slog.Log
 	// so would a bucket that is not there (a typo): the run would train to
 	// its end and fail only at its publish. A listing of a missing bucket
 	// fails, of an empty folder does not.
-	if _, err := fileset.ListDirs(ctx, remote); err != nil {
+	// Each start-up call to the store runs under --publish-timeout, as a
+	// publish does: a store that takes the connection and never answers
+	// held the start for ever, before any training.
+	timeout := cmp.Or(r.timeout, defaultPublishTimeout)
+	if err := storeCall(ctx, timeout, "listing", shown, func(ctx context.Context) error {
+		_, err := fileset.ListDirs(ctx, remote)
+		return err
+	}); err != nil {
 		return nil, fmt.Errorf("--out %s: %w", fileset.RedactURL(o.Out), err)
 	}
 	// Credentials that may only read failed only the publish at the end
 	// of the run (each earlier one warned and was retried): a write is
 	// tried now, before any training.
-	if err := runfolder.CheckWritable(ctx, remote); err != nil {
+	if err := storeCall(ctx, timeout, "checking a write to", shown, func(ctx context.Context) error {
+		return runfolder.CheckWritable(ctx, remote)
+	}); err != nil {
 		return nil, fmt.Errorf("--out %s: %w", fileset.RedactURL(o.Out), err)
 	}
 	cache := r.cache
@@ -123,7 +132,11 @@ func (r *remoteOut) start(ctx context.Context, o *trainer.Options, log *slog.Log
 		}
 		return nil, err
 	}
-	pulled, err := runfolder.Pull(ctx, remote, local, runfolder.PullOptions{})
+	var pulled []int
+	err = storeCall(ctx, timeout, "pulling", shown, func(ctx context.Context) (err error) {
+		pulled, err = runfolder.Pull(ctx, remote, local, runfolder.PullOptions{})
+		return err
+	})
 	if err != nil {
 		unlock()
 		// A temporary folder holds only what was pulled, which the store
@@ -138,7 +151,6 @@ func (r *remoteOut) start(ctx context.Context, o *trainer.Options, log *slog.Log
 		log.Info("pulled the published run", "from", shown, "to", local, "steps", pulled)
 	}
 	o.OutLocal = cache
-	timeout := cmp.Or(r.timeout, defaultPublishTimeout)
 	publish := func(ctx context.Context) error { return publishAttempt(ctx, local, remote, shown, timeout, log) }
 	pctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -174,6 +186,20 @@ func (r *remoteOut) start(ctx context.Context, o *trainer.Options, log *slog.Log
 		}
 		return runErr
 	}, nil
+}
+
+// storeCall runs call, a start-up call to the store shown (what says
+// which), abandoned after timeout: a store that takes the connection and
+// never answers held it for ever. The error of one cut off names the call,
+// the store and the deadline; the store's own error is a request cut off.
+func storeCall(ctx context.Context, timeout time.Duration, what, shown string, call func(context.Context) error) error {
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err := call(cctx)
+	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%s %s abandoned after --publish-timeout %v: %w", what, shown, timeout, err)
+	}
+	return err
 }
 
 // publishAttempt publishes the run folder local to remote (shown as the

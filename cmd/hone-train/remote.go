@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
+	"regexp"
 	"sync"
 	"time"
 
@@ -250,7 +250,7 @@ const publishWarnCap = 32
 // at each tick: a store that stays broken (its bucket deleted, the
 // credentials revoked during training) filled a pod's log with one line
 // every --publish-every. The first failure is warned about, then one of
-// another error (step numbers aside: errorShape), else the same error
+// another error (step numbers and request ids aside: errorShape), else the same error
 // after a count of failed attempts that doubles up to publishWarnCap; a
 // success after failures says how many there were.
 type publishFailures struct {
@@ -277,23 +277,24 @@ func (p *publishFailures) record(log *slog.Logger, err error) {
 	p.last = msg
 }
 
-// errorShape is err's message with each run of digits as one "N": the
-// same refusal names the step it stopped at, which moves on as training
-// does (and as --keep-last prunes the earliest unpublished one), and a
-// new step number is no new error to warn about.
+// errorShape is err's message with what changes from one attempt of
+// the same failure to the next put aside: the step numbers (the same
+// refusal names the step it stopped at, which moves on as training does
+// and as --keep-last prunes the earliest unpublished one), and the ids the
+// store gives each request (S3's RequestID and HostID, letters and digits
+// both, new in every answer). The rest stays as it is: a status code
+// (StatusCode: 403, then 503) is another error to warn about. Before, each
+// run of digits became one N, which hid a new status code and left a real
+// S3's request ids apart, so every refusal there warned.
 func errorShape(err error) string {
-	var b strings.Builder
-	digits := false
-	for _, r := range err.Error() {
-		if r >= '0' && r <= '9' {
-			if !digits {
-				b.WriteByte('N')
-			}
-			digits = true
-			continue
-		}
-		digits = false
-		b.WriteRune(r)
-	}
-	return b.String()
+	msg := stepNumber.ReplaceAllString(err.Error(), "${1}N")
+	return requestID.ReplaceAllString(msg, "${1}")
 }
+
+// stepNumber matches a step number as publish errors give it: a step
+// folder's name (step-000012) or "step 12" in the text.
+var stepNumber = regexp.MustCompile(`\b(step[- ])[0-9]+\b`)
+
+// requestID matches the per-request ids in an AWS SDK error, up to the
+// comma that ends each.
+var requestID = regexp.MustCompile(`\b((?:RequestID|HostID): )[^,)]*`)

@@ -617,6 +617,10 @@ func TestBaseModelNameAgrees(t *testing.T) {
 // about 500 MB, 100 s over a slow store's 5 MB/s, so the default cut the
 // upload short and the round's trained step was lost. (The tiny test
 // model's step, 240 kB, saves and uploads in well under a second.)
+// hone-train's --publish-timeout must cover the upload too, and end
+// before the grace does, less the save: with its default of 10 minutes a
+// store that stalled held the last publish until SIGKILL, which left no
+// word of why.
 func TestTrainGracePeriodCoversUpload(t *testing.T) {
 	const (
 		hidden, kv, inter, layers, rank = 4096, 1024, 14336, 32, 16
@@ -673,6 +677,16 @@ func TestTrainGracePeriodCoversUpload(t *testing.T) {
 			if grace < need {
 				t.Errorf("%s: template %s: the pod is killed %v after SIGTERM, and saving and uploading a 7-8B rank-16 adapter's step (%d MB) over a slow store takes up to %v",
 					file, tp.Name, grace, stepBytes>>20, need)
+			}
+			m := regexp.MustCompile(`--publish-timeout[ =](\S+)`).FindStringSubmatch(tp.Container.Args[0])
+			if m == nil {
+				t.Errorf("%s: template %s: hone-train has no --publish-timeout, and its default (10m) outlasts the grace of %v", file, tp.Name, grace)
+				continue
+			}
+			timeout, err := time.ParseDuration(m[1])
+			if upload := need - 30*time.Second; err != nil || timeout < upload || timeout > grace-30*time.Second {
+				t.Errorf("%s: template %s: --publish-timeout %s: want a duration from the upload's %v to the grace less the save's 30 s (%v)",
+					file, tp.Name, m[1], upload, grace-30*time.Second)
 			}
 		}
 		if trains != 1 {

@@ -907,6 +907,12 @@ func renameFilters(code string) string {
 				i = k
 				continue
 			}
+			if name := code[i+1 : k]; isStrMethod(name) && strings.HasPrefix(code[j:], "|"+splatName+"(") {
+				// called with *args or **kwargs (strBoundPrefix)
+				b.WriteString("|" + strBoundPrefix + name)
+				i = k
+				continue
+			}
 			if name := code[i+1 : k]; isMutator(name) {
 				// called or not (mutate.go)
 				prefix := mutAttrPrefix

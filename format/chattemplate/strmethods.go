@@ -24,6 +24,14 @@ import (
 // strMethodPrefix starts the variable names our str methods are passed as.
 const strMethodPrefix = "__hone_str_"
 
+// strBoundPrefix starts the names of the filters that give our str method
+// bound to a string: a call with *args or **kwargs is rewritten to
+// `x.format|__hone_splat(…)` (splatCalls), which calls whatever x.format
+// is, so renameFilters makes it `x|__hone_str_bound_format|__hone_splat(…)`,
+// where the engine's method would have been called ('{a}'.format(**d)
+// rendered "{a}").
+const strBoundPrefix = strMethodPrefix + "bound_"
+
 // strMethodNames are the str methods replaced by ours.
 func strMethodNames() []string {
 	return append([]string{"split", "rsplit", "strip", "lstrip", "rstrip", "startswith", "endswith",
@@ -40,6 +48,25 @@ func strMethodCallables() map[string]jinja.Value {
 	out := map[string]jinja.Value{}
 	for _, name := range strMethodNames() {
 		out[strMethodPrefix+name] = jinja.NewCallable("str."+name, strMethod(name))
+	}
+	return out
+}
+
+// strBoundCallables are the filters strBoundPrefix names: each gives our
+// str method bound to the value it filters.
+func strBoundCallables() map[string]jinja.Value {
+	out := map[string]jinja.Value{}
+	for _, name := range strMethodNames() {
+		method := strMethod(name)
+		out[strBoundPrefix+name] = jinja.NewCallable("str."+name, func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+			self := jinja.Undefined()
+			if len(args) > 0 {
+				self = args[0]
+			}
+			return jinja.NewCallable("str."+name, func(call []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+				return method(append([]jinja.Value{self}, call...), kwargs)
+			}), nil
+		})
 	}
 	return out
 }

@@ -300,6 +300,9 @@ type block struct {
 	// callerCall: a call block with parameters, rewritten as a macro,
 	// prints this call at its end (callAsMacro).
 	callerCall string
+	// elseSets: the names a for loop's {% else %} assigns, set back
+	// after its {% endfor %} from what the loop saved (setBackAfter).
+	elseSets []string
 }
 
 // instrumented is a rewritten template source with its regions.
@@ -319,7 +322,8 @@ func instrument(src string, hooks bool) (*instrumented, error) {
 	if err != nil {
 		return nil, err
 	}
-	return rewrite(&rewriter{src: src, hooks: hooks, regions: []region{{}}, intKeys: map[string]bool{}, macros: macroSignatures(src, segs), stars: starMacros(src, segs), resets: loopResets(src, segs)}, segs)
+	resets, elses := loopResets(src, segs)
+	return rewrite(&rewriter{src: src, hooks: hooks, regions: []region{{}}, intKeys: map[string]bool{}, macros: macroSignatures(src, segs), stars: starMacros(src, segs), resets: resets, elses: elses}, segs)
 }
 
 // syntaxSource is src as instrument rewrites it without hooks, and
@@ -333,7 +337,8 @@ func syntaxSource(src string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	ins, err := rewrite(&rewriter{src: src, syntax: true, regions: []region{{}}, intKeys: map[string]bool{}, stars: starMacros(src, segs), resets: loopResets(src, segs)}, segs)
+	resets, elses := loopResets(src, segs)
+	ins, err := rewrite(&rewriter{src: src, syntax: true, regions: []region{{}}, intKeys: map[string]bool{}, stars: starMacros(src, segs), resets: resets, elses: elses}, segs)
 	if err != nil {
 		return "", err
 	}
@@ -419,6 +424,10 @@ type rewriter struct {
 	// resets: the names each loop sets back at the start of every
 	// iteration, by the offset of its tag's content (loopResets).
 	resets map[int][]string
+	// elses: the names each loop's {% else %} assigns, which it saves
+	// before the loop and sets back after it, by the offset of its tag's
+	// content (loopResets).
+	elses map[int][]string
 }
 
 // current is the region the segment being read belongs to.
@@ -601,7 +610,9 @@ func (w *rewriter) statement(s segment, content string) error {
 			return w.endSetFilter(s, code, b)
 		}
 		w.pop()
-	case "endfor", "endif", "endfilter", "endgeneration":
+	case "endfor":
+		return w.endFor(s, code)
+	case "endif", "endfilter", "endgeneration":
 		w.pop()
 	case "raw":
 		w.inRaw, w.rawTrimRight = true, s.trimRight
@@ -665,12 +676,16 @@ func (w *rewriter) openBody(s segment, kw, content, code string) error {
 	}
 	id := len(w.regions)
 	w.regions = append(w.regions, region{steps: 1}) // an empty body still costs a step
-	if err := w.push(block{kind: kw, region: id, callerCall: callerCall, star: star}); err != nil {
+	var elses []string
+	if kw == "for" {
+		elses = w.elses[s.from]
+	}
+	if err := w.push(block{kind: kw, region: id, callerCall: callerCall, star: star, elseSets: elses}); err != nil {
 		return err
 	}
 	resets := w.resets[s.from]
-	if kw == "for" && len(resets) > 0 {
-		if err := w.saveOuter(s, id, resets); err != nil {
+	if saved := unionNames(resets, elses); kw == "for" && len(saved) > 0 {
+		if err := w.saveOuter(s, id, saved); err != nil {
 			return err
 		}
 	}
@@ -723,6 +738,44 @@ func (w *rewriter) setBack(s segment, id int, names []string) error {
 		}
 	}
 	return nil
+}
+
+// endFor closes a for loop at its {% endfor %} tag s, and sets back what
+// its {% else %} assigned (setBackAfter).
+func (w *rewriter) endFor(s segment, code string) error {
+	var b block
+	if n := len(w.stack); n > 0 {
+		b = w.stack[n-1]
+	}
+	w.pop()
+	w.tag(s, code)
+	return w.setBackAfter(s, b.region, b.elseSets)
+}
+
+// setBackAfter writes, after the {% endfor %} tag s of the loop of
+// region id, the sets that give each name its else assigned the value
+// saveOuter kept: an empty text before each takes the trimming of the
+// tag before it, and each set, with the endfor's right marker, trims the
+// text after as the endfor would have.
+func (w *rewriter) setBackAfter(s segment, id int, names []string) error {
+	for _, n := range names {
+		w.out.WriteString(tagSeparator)
+		if err := w.statement(segment{kind: segStmt, trimRight: s.trimRight}, fmt.Sprintf(" set %s = %s%d_%s ", n, loopOuterPrefix, id, n)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unionNames is the names of a and then those of b not in a.
+func unionNames(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, n := range b {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // setDefaults writes the sets that give a macro's parameters their

@@ -1,6 +1,7 @@
 package chattemplate
 
 import (
+	"maps"
 	"slices"
 	"strings"
 )
@@ -28,6 +29,8 @@ type loopScan struct {
 	src    string
 	segs   []segment
 	resets map[int][]string
+	// elses: the names each loop's {% else %} assigns (loopResets).
+	elses map[int][]string
 }
 
 // loopFlow follows one scope (a loop body, a macro's, the template's) in
@@ -81,11 +84,15 @@ func (f *loopFlow) readCode(code string) {
 
 // loopResets gives, by the offset of each {% for %} tag's content, the
 // names its body assigns that an iteration may read before assigning
-// them, in order; loops with none are left out.
-func loopResets(src string, segs []segment) map[int][]string {
-	l := &loopScan{src: src, segs: segs, resets: map[int][]string{}}
+// them, and the names its {% else %} assigns, each in order; loops with
+// none are left out. jinja2 runs the else in a frame of its own, so what
+// it assigns is gone after {% endfor %}; the engine runs it in the
+// scope around the loop, so the rewriter saves those names before the
+// loop too and sets them back after it.
+func loopResets(src string, segs []segment) (resets, elses map[int][]string) {
+	l := &loopScan{src: src, segs: segs, resets: map[int][]string{}, elses: map[int][]string{}}
 	l.seq(0, newLoopFlow(nil, nil))
-	return l.resets
+	return l.resets, l.elses
 }
 
 // seq follows the tags from segment i in flow f up to one that closes or
@@ -211,10 +218,13 @@ func (l *loopScan) forBlock(i int, f *loopFlow, s segment, content string) int {
 		l.resets[s.from] = names
 	}
 	if kw == "else" {
-		before := f.assigned
-		f.assigned = copyNames(before)
-		end, _ = l.seq(end+1, f)
-		f.assigned = before
+		// A scope of its own, as in jinja2: what it reads before
+		// assigning is read from f.
+		inner := newLoopFlow(f, nil)
+		end, _ = l.seq(end+1, inner)
+		if len(inner.sets) > 0 {
+			l.elses[s.from] = slices.Sorted(maps.Keys(inner.sets))
+		}
 	}
 	return end + 1
 }

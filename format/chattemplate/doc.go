@@ -100,17 +100,16 @@
 // A macro whose body reads varargs or kwargs takes those arguments into
 // them, as jinja2's does (starmacro.go; varargs is a list, and kwargs
 // holds the keywords sorted, where jinja2 keeps the call's order).
+// list.append, list.insert and dict.update fail with the SecurityError of
+// transformers' ImmutableSandboxedEnvironment (mutate.go), where the
+// engine's changed the value in place.
 //
 // What the limits cannot see, because the engine evaluates it in one call
 // with no hook inside: a single expression whose result is far larger than
 // its operands — .replace()/.format() with large arguments, a filter such as
 // indent(width) on many lines — allocates before anything can measure
-// it; lists grown in place with .append()/.insert() or dicts with
-// .update() are measured only when printed or assigned (those methods are
-// ours, mutate.go, and refuse to put a list or dict inside itself, which
-// the engine's ==, in, join and unique would walk without end); and a
-// long string operation is not interrupted
-// by the context, which is only checked between steps. Static limits
+// it; and a long string operation is not interrupted by the context,
+// which is only checked between steps. Static limits
 // (nesting of blocks and brackets, tokens per tag) keep the engine's
 // recursive parser and evaluator far below Go's stack limit.
 //

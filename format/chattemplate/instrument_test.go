@@ -53,10 +53,11 @@ func renderPlain(t *Template, name string, in Input) (string, error) {
 	for k, v := range strMethodCallables() {
 		data[k] = v
 	}
-	// The mutators refuse a value put inside itself, which no plain
-	// rendering survived; a budget with the default limits gives them.
-	b := &budget{ctx: context.Background(), lim: Limits{}.withDefaults()}
-	for k, v := range b.mutatorCallables() {
+	for k, v := range strBoundCallables() {
+		data[k] = v
+	}
+	// The mutators refuse as transformers' sandbox does.
+	for k, v := range mutatorCallables() {
 		data[k] = v
 	}
 	for k, v := range pyCallables() {

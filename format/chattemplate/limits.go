@@ -172,7 +172,7 @@ func (b *budget) callables() map[string]jinja.Value {
 		addName:       jinja.NewCallable("+", pyAddSub(false, b.repr)),
 		subName:       jinja.NewCallable("-", pyAddSub(true, b.repr)),
 	}
-	maps.Copy(calls, b.mutatorCallables())
+	maps.Copy(calls, mutatorCallables())
 	return calls
 }
 

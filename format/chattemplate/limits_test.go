@@ -37,15 +37,12 @@ var hostile = []struct {
 	{"printing a large value again and again", `{% set s = "x" * 1000000 %}{% for i in range(100000) %}{{ s }}{% endfor %}`, "output bytes"},
 	{"literal text in a long loop", `{% for i in range(600000) %}` + strings.Repeat("0123456789", 100) + `{% endfor %}`, "output bytes"},
 	{"namespace inside itself", `{% set ns = namespace() %}{% set ns.me = ns %}{{ ns.me ~ "" }}`, "value depth"},
-	{"printing a list that contains itself", `{% set l = [] %}{{ l.append(l) }}{{ l }}`, "value depth"},
-	{"tojson of a list that contains itself", `{% set l = [] %}{{ l.append(l) }}{{ l|tojson }}`, "value depth"},
 	{"tojson with a huge indent", `{{ [[[[[1]]]]]|tojson(indent=1000000000) }}`, "value bytes"},
 	{"string repeated by a computed count", `{% set n = 10 ** 11 %}{{ ("x" * n)|length }}`, "value bytes"},
 	{"list repeated by a computed count", `{% set n = 10 ** 10 %}{{ ([0] * n)|length }}`, "value bytes"},
 	// Characters the engine skips (jinja2 reads U+001F and U+00A0 as
 	// spaces) left the whole expression to the engine's own *.
 	{"string repeated past a character the engine skips", "{% set n = 10 ** 11 %}{{ (\"x\" *\x1fn)|length }}", "value bytes"},
-	{"tojson past a character the engine skips", "{% set l = [] %}{{ l.append(l) }}{{ l|\x1ftojson }}", "value depth"},
 	{"string repeated past a no-break space", "{% set n = 10 ** 11 %}{{ (\"x\"\u00a0* n)|length }}", "value bytes"},
 	// The engine's indent filter panics for a negative width (Python's
 	// " " * -1 is "").
@@ -57,14 +54,6 @@ var hostile = []struct {
 	{"a macro's default calling it through a namespace", `{% set f = namespace(g=none) %}{% macro m(s=f.g()) %}{{ s }}{% endmacro %}{% set f.g = m %}{{ m() }}`, "macro depth"},
 	// A {% call %} body passed to itself runs without entering a macro.
 	{"a caller calling itself", `{% macro m() %}{{ caller(caller) }}{% endmacro %}{% call(c) m() %}{{ c(c) }}{% endcall %}`, "macro depth"},
-	// A list or dict made to contain itself in place is walked without
-	// end by the engine's ==, in, join and unique, before any hook sees it.
-	{"comparing a list appended to itself", `{% set l = [] %}{{ l.append(l) }}{{ l == l }}`, "value depth"},
-	{"joining a list appended to itself", `{% set l = [] %}{{ l.append(l) }}{{ l|join }}`, "value depth"},
-	{"unique of a list inserted into itself", `{% set l = [0] %}{{ l.insert(0, l) }}{{ l|unique|length }}`, "value depth"},
-	{"in on a list that holds itself through a namespace", `{% set l = [] %}{% set ns = namespace(l=l) %}{{ l.append(ns) }}{{ l in l }}`, "value depth"},
-	{"a dict updated with itself", `{% set d = {} %}{{ d.update({'a': d}) }}{{ d == d }}`, "value depth"},
-	{"append taken as a value", `{% set l = [] %}{% set f = l.append %}{{ f(l) }}{{ l == l }}`, "value depth"},
 	{"worst case of the static limits", worstCase(), "macro depth"},
 }
 

@@ -49,10 +49,10 @@ type compiled struct {
 	// so a list of content parts reaches it as the list; otherwise as the
 	// parts' text.
 	parts bool
-	// py: the callables of pyCallables, strMethodCallables and strBoundCallables that the
-	// rewritten source calls, given to its renderings; no others, which
-	// would cost every rendering (the engine copies each variable into
-	// its scope).
+	// py: the callables of pyCallables, strMethodCallables,
+	// strBoundCallables and mutatorCallables that the rewritten source
+	// calls, given to its renderings; no others, which would cost every
+	// rendering (the engine copies each variable into its scope).
 	py map[string]jinja.Value
 }
 
@@ -382,7 +382,7 @@ func (t *Template) add(name, source, origin string) error {
 	t.sources[name] = source
 	t.origins[name] = origin
 	py := map[string]jinja.Value{}
-	for _, calls := range []map[string]jinja.Value{pyCallables(), strMethodCallables(), strBoundCallables()} {
+	for _, calls := range []map[string]jinja.Value{pyCallables(), strMethodCallables(), strBoundCallables(), mutatorCallables()} {
 		for k, v := range calls {
 			if strings.Contains(ins.source, k) {
 				py[k] = v

@@ -100,9 +100,9 @@
 // A macro whose body reads varargs or kwargs takes those arguments into
 // them, as jinja2's does (starmacro.go; varargs is a list, and kwargs
 // holds the keywords sorted, where jinja2 keeps the call's order).
-// list.append, list.insert and dict.update fail with the SecurityError of
-// transformers' ImmutableSandboxedEnvironment (mutate.go), where the
-// engine's changed the value in place.
+// list.append, list.insert, dict.update and the pop of both fail with
+// the SecurityError of transformers' ImmutableSandboxedEnvironment
+// (mutate.go), where the engine's changed the value in place.
 //
 // What the limits cannot see, because the engine evaluates it in one call
 // with no hook inside: a single expression whose result is far larger than

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"strconv"
 
 	"github.com/ardanlabs/jinja"
@@ -172,7 +171,6 @@ func (b *budget) callables() map[string]jinja.Value {
 		addName:       jinja.NewCallable("+", pyAddSub(false, b.repr)),
 		subName:       jinja.NewCallable("-", pyAddSub(true, b.repr)),
 	}
-	maps.Copy(calls, mutatorCallables())
 	return calls
 }
 

@@ -7,10 +7,10 @@ import (
 
 // TestMutatorsMatchJinja2 renders the templates of
 // testdata/mutate/golden.json, written by make_golden.py beside it with
-// jinja2 set up as transformers sets it up: list.append, list.insert
-// and dict.update fail with the SecurityError of transformers' sandbox,
-// where the engine's changed the value in place and the template
-// rendered; attributes of those names are undefined, as the sandbox's,
+// jinja2 set up as transformers sets it up: list.append, list.insert,
+// dict.update and the pop of both fail with the SecurityError of
+// transformers' sandbox, where the engine's changed the value in place
+// and the template rendered; attributes of those names are undefined, as the sandbox's,
 // and calling them on a value that lacks them fails as jinja2's does.
 func TestMutatorsMatchJinja2(t *testing.T) {
 	checkJinja2Golden(t, "mutate", jinja2Messages)

@@ -1,5 +1,6 @@
-"""Writes golden.json: list.append, list.insert and dict.update, and
-attributes of those names, each with what jinja2 rendered or raised, set
+"""Writes golden.json: list.append, list.insert, dict.update and the
+pop of both, and attributes of those names, each with what jinja2
+rendered or raised, set
 up as testdata/templates/py/check_jinja2.py sets it up (transformers'
 ImmutableSandboxedEnvironment, which refuses the methods that change a
 list or dict in place with a SecurityError, so a chat template that
@@ -40,6 +41,9 @@ CASES = [
     "{{ msg.append(1) }}",
     "{{ xs.update({}) }}",
     "{{ 'ab'.append(1) }}",
+    "{% set l = [1, 2] %}{{ l.pop() }}{{ l }}",
+    "{% set d = {'a': 1} %}{{ d.pop('a') }}{{ d }}",
+    "{{ xs.pop is defined }}|{{ msg.pop is defined }}|{% set ns = namespace(pop=3) %}{{ ns.pop }}",
     "{{ none.insert(0, 1) }}",
 ]
 

@@ -73,6 +73,48 @@ func TestPollOfStalledStoreAbandoned(t *testing.T) {
 	waitfor.Until(t, 20*time.Second, "r1@2 served", func() bool { return served("r1@2") })
 }
 
+// TestStalledRunDoesNotHoldTheOthers: --poll-timeout bounded a whole poll,
+// every run's pull in it, so one run whose folder hung (or whose pull took
+// longer than the deadline) had the poll abandoned before the runs after
+// it were pulled, at every poll: their new steps were never served, and
+// at start the server failed on a store that answered. Each run's pull has
+// the deadline to itself now: the stuck run is passed over with a warning
+// naming it, as a run that cannot be pulled is, and the others are
+// pulled, at start as at each poll.
+func TestStalledRunDoesNotHoldTheOthers(t *testing.T) {
+	s3 := fakes3d.StartTest(t, "hone")
+	dir := t.TempDir()
+	tiny := "../../serve/testdata/tiny"
+	publish := func(run string, n int) {
+		publishTestStep(t, tiny, filepath.Join(dir, "train", run), s3.URL("hone", "adapters/"+run), n)
+	}
+	publish("r1", 1)
+	publish("r2", 1)
+	s3.StallUnder("hone", "adapters/r1")
+	addr, log := startRun(t, nil, "--model", tiny, "--threads", "1", "--adapters", s3.URL("hone", "adapters"),
+		"--adapters-cache", filepath.Join(dir, "cache"), "--poll-interval", "20ms", "--poll-timeout", "300ms")
+	served := func(id string) bool {
+		resp, err := http.Get("http://" + addr + "/v1/models")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body struct{ Data []struct{ ID string } }
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(body.Data, func(d struct{ ID string }) bool { return d.ID == id })
+	}
+	waitfor.Until(t, 20*time.Second, "r2@1 served beside the stuck r1", func() bool { return served("r2@1") })
+	publish("r2", 2)
+	waitfor.Until(t, 20*time.Second, "r2@2 served beside the stuck r1", func() bool { return served("r2@2") })
+	if l := log.String(); !strings.Contains(l, `"run":"r1"`) || !strings.Contains(l, "abandoned after --poll-timeout 300ms") {
+		t.Errorf("no warning naming the stuck run r1 and --poll-timeout:\n%s", l)
+	}
+	s3.Stall(false)
+	waitfor.Until(t, 20*time.Second, "r1@1 served once its folder answers", func() bool { return served("r1@1") })
+}
+
 // TestStartOnStalledStoreFails: the first poll, at start, of a store that
 // never answers fails the start after --poll-timeout, naming the store and
 // the deadline, instead of holding it for ever.

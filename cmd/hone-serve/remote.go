@@ -30,10 +30,12 @@ import (
 // A temporary folder (no --adapters-cache) is removed when the server stops.
 // Optimizer state is not pulled; of a run's new steps, the newest
 // --max-adapters are. A run that cannot be pulled is logged and passed
-// over; the other runs are pulled. Each poll is abandoned after
-// --poll-timeout: a store that takes the connection and never answers
-// held the poller for ever, so serving stayed on the steps pulled before
-// with no word.
+// over; the other runs are pulled. The store's listing, and each run's
+// pull, is abandoned after --poll-timeout: a store that takes the
+// connection and never answers held the poller for ever, so serving
+// stayed on the steps pulled before with no word. The deadline is not the
+// whole poll's, which one stuck or large run would use up, leaving the
+// runs after it never pulled.
 type remoteAdapters struct {
 	cache        string
 	timeout      time.Duration // 0 (a remoteAdapters made in code): defaultPollTimeout
@@ -47,7 +49,7 @@ const defaultPollTimeout = 10 * time.Minute
 
 func (r *remoteAdapters) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&r.cache, "adapters-cache", "", "with --adapters s3://…: the local folder steps are pulled into (default: a new temporary folder, removed when the server stops); with --upstream, vLLM must read it at the same absolute path")
-	flagval.PositiveDuration(fs, &r.timeout, "poll-timeout", defaultPollTimeout, "with --adapters s3://…: wall time for one poll of the store (its listing and the new steps' pull); one that takes longer (a store that stopped answering) is abandoned with a warning and tried again at the next --poll-interval, the steps pulled before serving meanwhile; at start it fails the server")
+	flagval.PositiveDuration(fs, &r.timeout, "poll-timeout", defaultPollTimeout, "with --adapters s3://…: wall time for the store's listing, and for each run's pull of its new steps, at each poll; one that takes longer (a store that stopped answering) is abandoned with a warning and tried again at the next --poll-interval, the steps pulled before serving meanwhile (a run's: the other runs are pulled); a listing abandoned at start fails the server")
 }
 
 // start pulls once, points the adapters folder at the local copy and keeps
@@ -96,8 +98,13 @@ func (r *remoteAdapters) start(ctx context.Context, adapters *string, every time
 	// second by default) for as long as it stays so, which is for good
 	// when its trainer is gone. pull runs on one goroutine at a time.
 	broken := map[string]bool{}
+	timeout := cmp.Or(r.timeout, defaultPollTimeout)
 	pull := func(ctx context.Context) error {
-		runs, err := fileset.ListDirs(ctx, remote)
+		var runs []string
+		err := cutOff(ctx, timeout, func(ctx context.Context) (err error) {
+			runs, err = fileset.ListDirs(ctx, remote)
+			return err
+		})
 		if err != nil {
 			return fmt.Errorf("list %s: %w", shown, err)
 		}
@@ -107,10 +114,7 @@ func (r *remoteAdapters) start(ctx context.Context, adapters *string, every time
 			if !runfolder.ValidRun(name) {
 				continue
 			}
-			steps, err := runfolder.Pull(ctx, run, filepath.Join(cache, name), runfolder.PullOptions{
-				Skip:   func(f string) bool { return f == checkpoint.OptimizerName },
-				Newest: newest,
-			})
+			steps, err := pullRun(ctx, run, filepath.Join(cache, name), newest, timeout)
 			if err != nil {
 				if ctx.Err() != nil {
 					return err
@@ -135,9 +139,7 @@ func (r *remoteAdapters) start(ctx context.Context, adapters *string, every time
 		}
 		return nil
 	}
-	timeout := cmp.Or(r.timeout, defaultPollTimeout)
-	attempt := func(ctx context.Context) error { return pollAttempt(ctx, pull, timeout) }
-	if err := attempt(ctx); err != nil {
+	if err := pull(ctx); err != nil {
 		removeTemporary()
 		if errors.Is(err, fileset.ErrNoBucket) {
 			// Nothing in the set-up (docs/cluster.md, serve.yaml) makes a
@@ -156,7 +158,7 @@ func (r *remoteAdapters) start(ctx context.Context, adapters *string, every time
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		pollAdapters(pctx, every, attempt, remote, log)
+		pollAdapters(pctx, every, pull, remote, log)
 	}()
 	return func() {
 		cancel()
@@ -165,16 +167,30 @@ func (r *remoteAdapters) start(ctx context.Context, adapters *string, every time
 	}, nil
 }
 
-// pollAttempt calls pull (start's poll of the store) abandoned after
-// timeout: a store that takes the connection and never answers held the
-// poll for ever. The error of one cut off says so (the caller names the
-// store): the store's own error is a request cut off, which does not say
-// why.
-func pollAttempt(ctx context.Context, pull func(context.Context) error, timeout time.Duration) error {
-	actx, cancel := context.WithTimeout(ctx, timeout)
+// pullRun pulls a run's newest steps, without optimizer state, into dst,
+// abandoned after timeout. The deadline is each run's, not the poll's: one
+// run whose folder hangs, or whose pull takes longer, is passed over by
+// the caller, not the runs after it too at every poll.
+func pullRun(ctx context.Context, run, dst string, newest int, timeout time.Duration) (steps []int, err error) {
+	err = cutOff(ctx, timeout, func(ctx context.Context) (err error) {
+		steps, err = runfolder.Pull(ctx, run, dst, runfolder.PullOptions{
+			Skip:   func(f string) bool { return f == checkpoint.OptimizerName },
+			Newest: newest,
+		})
+		return err
+	})
+	return steps, err
+}
+
+// cutOff calls call abandoned after timeout: a store that takes the
+// connection and never answers held a poll for ever. The error of one cut
+// off says so (the caller names the store or run): the store's own error
+// is a request cut off, which does not say why.
+func cutOff(ctx context.Context, timeout time.Duration, call func(context.Context) error) error {
+	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	err := pull(actx)
-	if err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
+	err := call(cctx)
+	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("abandoned after --poll-timeout %v: %w", timeout, err)
 	}
 	return err

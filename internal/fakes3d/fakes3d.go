@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,6 +41,7 @@ type Server struct {
 	refuse   bool           // writes and deletes answered 403 (RefuseWrites)
 	refused  int            // requests so answered
 	stall    chan struct{}  // while not nil, requests wait for its close (Stall)
+	stallAt  string         // "/bucket/key": only requests about that folder wait (StallUnder)
 	stalled  int            // requests held so
 }
 
@@ -67,6 +69,9 @@ func Start(addr string, buckets ...string) (*Server, error) {
 				s.refused++
 			}
 			stall := s.stall
+			if stall != nil && !about(r, s.stallAt) {
+				stall = nil
+			}
 			if stall != nil {
 				s.stalled++
 			}
@@ -149,6 +154,33 @@ func (s *Server) Stall(on bool) {
 		close(s.stall)
 		s.stall = nil
 	}
+	s.stallAt = ""
+}
+
+// StallUnder is Stall for one folder of a bucket: a read of an object
+// under key, or a listing of a prefix under it, is held; the rest of the
+// store answers. A test sees one run's folder that hangs (a slow or stuck
+// part of a store) beside others that answer. Stall(false) ends it.
+func (s *Server) StallUnder(bucket, key string) {
+	s.Stall(true)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stallAt = "/" + bucket + "/" + strings.TrimSuffix(key, "/") + "/"
+}
+
+// about reports whether r is about the folder at ("/bucket/key/"), all of
+// the store for "": an object's path under it, or a listing of the bucket
+// whose prefix is under it.
+func about(r *http.Request, at string) bool {
+	if at == "" {
+		return true
+	}
+	if strings.HasPrefix(r.URL.Path, at) {
+		return true
+	}
+	bucket, _, _ := strings.Cut(strings.TrimPrefix(at, "/"), "/")
+	prefix := r.URL.Query().Get("prefix")
+	return strings.TrimSuffix(r.URL.Path, "/") == "/"+bucket && prefix != "" && strings.HasPrefix("/"+bucket+"/"+prefix, at)
 }
 
 // Stalled is how many requests Stall held.

@@ -3,6 +3,7 @@ package runfolder
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -23,6 +24,13 @@ import (
 // up to the remote latest is complete. Pull copies a step into a temporary
 // folder and renames it into place, then moves the local latest: a local
 // reader (serve's watcher) never sees half a step.
+//
+// Each remote step folder also holds its file list (stepListName), written
+// after the step's files and deleted after them when a publisher prunes
+// the step, and read by Pull before it lists the step: a step listed while
+// a prune deletes it lacks a file its list names, and is left out, never
+// copied in part. A step published before the lists were written (none) is
+// copied as listed.
 
 // remoteLatest reads the latest pointer of a remote (or local) run folder
 // through fileset; ok is false when there is none. A bucket that does not
@@ -175,6 +183,9 @@ func publishSteps(ctx context.Context, localRun, remoteRun string, from, to int)
 		if err == nil {
 			err = writeFiles(ctx, files, fileset.Join(remoteRun, s.Name))
 		}
+		if err == nil {
+			err = writeStepList(ctx, fileset.Join(remoteRun, s.Name), files)
+		}
 		if err != nil {
 			return done, fmt.Errorf("publish step %d of %s: %w", s.N, localRun, err)
 		}
@@ -265,11 +276,77 @@ func prunePublished(ctx context.Context, localRun, remoteRun string, latest int)
 		if !ok || n >= latest || slices.ContainsFunc(kept, func(s Step) bool { return s.N == n }) {
 			continue
 		}
-		if err := fileset.RemoveAll(ctx, fileset.Join(remoteRun, name)); err != nil {
+		if err := removeStep(ctx, fileset.Join(remoteRun, name)); err != nil {
 			return fmt.Errorf("delete step %d, which %s no longer keeps: %w", n, localRun, err)
 		}
 	}
 	return nil
+}
+
+// stepListName is the object in a remote step folder that lists the
+// step's files. It starts with "." so that listings (fileset.List) pass
+// over it: it is never copied into a local folder, nor published from one.
+const stepListName = ".step-files.json"
+
+// stepList is the contents of stepListName.
+type stepList struct {
+	Files []string `json:"files"`
+}
+
+// ErrIncompleteStep matches Pull's error, and the reason given to
+// PullOptions.LeftOut, for a step whose folder lacks a file its list
+// names: a step being pruned, or one broken by hand.
+var ErrIncompleteStep = errors.New("the step is not whole")
+
+// writeStepList writes the file list of the remote step folder dir, once
+// files are all in it: a reader that finds the list finds every file it
+// names, until a prune deletes them (removeStep).
+func writeStepList(ctx context.Context, dir string, files []namedFile) error {
+	var l stepList
+	for _, f := range files {
+		l.Files = append(l.Files, f.name)
+	}
+	b, err := json.Marshal(l)
+	if err != nil {
+		return err
+	}
+	return fileset.WriteFile(ctx, fileset.Join(dir, stepListName), append(b, '\n'))
+}
+
+// readStepList reads the file list of the remote step folder dir; ok is
+// false where it has none (a step published before the lists were, or a
+// prune that has deleted every file and the list).
+func readStepList(ctx context.Context, dir string) (names []string, ok bool, err error) {
+	name := fileset.Join(dir, stepListName)
+	b, err := fileset.ReadFile(ctx, name)
+	if errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fileset.ErrNoBucket) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	var l stepList
+	if err := json.Unmarshal(b, &l); err != nil {
+		return nil, false, fmt.Errorf("%s: %w", fileset.DisplayName(name), err)
+	}
+	return l.Files, true, nil
+}
+
+// removeStep deletes the remote step folder dir: its files first, then its
+// list (and whatever else is left), so that a Pull listing the folder
+// meanwhile finds a file of the list missing. fileset.RemoveAll alone
+// deleted in key order, the list (".…") first.
+func removeStep(ctx context.Context, dir string) error {
+	names, err := fileset.List(ctx, dir, "")
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	for _, n := range names {
+		if err := fileset.Remove(ctx, n); err != nil {
+			return err
+		}
+	}
+	return fileset.RemoveAll(ctx, dir)
 }
 
 // PullOptions says what Pull copies.
@@ -279,6 +356,12 @@ type PullOptions struct {
 	Skip func(name string) bool
 	// Newest, if > 0, copies only the newest Newest steps that are new.
 	Newest int
+	// LeftOut, if set, is called with each step older than the store's
+	// latest that Pull leaves out, and why: one pruned from the store
+	// after the listing (matching fs.ErrNotExist), or one listed while it
+	// was being pruned, which lacks files its list names (matching
+	// ErrIncompleteStep, naming them).
+	LeftOut func(step int, why error)
 }
 
 // Pull copies the steps of the remote run folder remoteRun that are newer
@@ -330,10 +413,14 @@ func Pull(ctx context.Context, remoteRun, localRun string, o PullOptions) ([]int
 	// the first rename on, never an older step still being copied.
 	for _, s := range slices.Backward(steps) {
 		err := pullStep(ctx, fileset.Join(remoteRun, s.Name), filepath.Join(localRun, s.Name), o.Skip)
-		if errors.Is(err, fs.ErrNotExist) && s.N != last.N {
-			// An older step pruned from the store after the listing is
-			// not copied (nor a part of it); the one latest names is never
-			// pruned while it names it.
+		if (errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrIncompleteStep)) && s.N != last.N {
+			// An older step pruned from the store after the listing, or
+			// being pruned when it was listed, is not copied (nor a part
+			// of it); the one latest names is never pruned while it names
+			// it, so there a missing file is an error.
+			if o.LeftOut != nil {
+				o.LeftOut(s.N, err)
+			}
 			continue
 		}
 		if err != nil {
@@ -350,16 +437,29 @@ func Pull(ctx context.Context, remoteRun, localRun string, o PullOptions) ([]int
 }
 
 // pullStep copies a remote step folder into a temporary folder beside dst
-// and renames it to dst (replacing a stale dst that latest never named).
+// and renames it to dst (replacing a stale dst that latest never named),
+// only if it holds every file its list names that skip does not.
 func pullStep(ctx context.Context, src, dst string, skip func(string) bool) error {
 	tmp, err := os.MkdirTemp(filepath.Dir(dst), "."+filepath.Base(dst)+tempMark+"*")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
+	// The list is read before the folder is listed: a prune deletes it
+	// last, so a list read names every file a prune may have deleted
+	// since.
+	want, hasList, err := readStepList(ctx, src)
+	if err != nil {
+		return err
+	}
 	files, listed, err := readFiles(ctx, src, skip)
 	if err != nil {
 		return err
+	}
+	if hasList {
+		if missing := missingFiles(want, files, skip); len(missing) > 0 {
+			return fmt.Errorf("%s lacks %s, which its file list (%s) names: %w", fileset.DisplayName(src), strings.Join(missing, ", "), stepListName, ErrIncompleteStep)
+		}
 	}
 	if listed == 0 {
 		// An object store lists a pruned step's prefix as empty, not as
@@ -374,6 +474,21 @@ func pullStep(ctx context.Context, src, dst string, skip func(string) bool) erro
 		return err
 	}
 	return os.Rename(tmp, dst)
+}
+
+// missingFiles returns the names in want that skip does not name and
+// files lacks.
+func missingFiles(want []string, files []namedFile, skip func(string) bool) []string {
+	var missing []string
+	for _, w := range want {
+		if skip != nil && skip(w) {
+			continue
+		}
+		if !slices.ContainsFunc(files, func(f namedFile) bool { return f.name == w }) {
+			missing = append(missing, w)
+		}
+	}
+	return missing
 }
 
 // copyFiles copies the regular files directly in the folder src (not

@@ -27,11 +27,17 @@ func TestPullListedStepFilesSkipHead(t *testing.T) {
 	}
 	var mu sync.Mutex
 	counts := map[string]int{}
+	listReads := 0
 	url := hookedS3Requests(t, "bkt", func(method, p string) {
-		if strings.Contains(p, "/"+StepName(1)+"/") {
-			mu.Lock()
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case strings.HasSuffix(p, "/"+StepName(1)+"/"+stepListName):
+			// The step's file list, read before the folder is listed,
+			// is no listed file: fileset.ReadFile's HEAD and GET.
+			listReads++
+		case strings.Contains(p, "/"+StepName(1)+"/"):
 			counts[method]++
-			mu.Unlock()
 		}
 	})
 	store := url("adapters/r")
@@ -40,6 +46,7 @@ func TestPullListedStepFilesSkipHead(t *testing.T) {
 	}
 	mu.Lock()
 	clear(counts)
+	listReads = 0
 	mu.Unlock()
 	serve := filepath.Join(dir, "serve", "r")
 	if got, err := Pull(ctx, store, serve, PullOptions{}); err != nil || len(got) != 1 {
@@ -54,6 +61,9 @@ func TestPullListedStepFilesSkipHead(t *testing.T) {
 	defer mu.Unlock()
 	if counts[http.MethodHead] != 0 || counts[http.MethodGet] != len(files) {
 		t.Errorf("pulling a step of %d listed files made %d HEAD and %d GET requests for them, want 0 HEAD and %d GET", len(files), counts[http.MethodHead], counts[http.MethodGet], len(files))
+	}
+	if listReads > 2 {
+		t.Errorf("reading the step's file list made %d requests, want at most 2", listReads)
 	}
 }
 

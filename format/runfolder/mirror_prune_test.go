@@ -243,8 +243,15 @@ func TestPublishDeletesPrunedSteps(t *testing.T) {
 	if got, want := storeSteps(), []int{2, 4, 9}; !slices.Equal(got, want) {
 		t.Errorf("the store holds steps %v after the publish, want %v (deletes: %q)", got, want, deleted)
 	}
-	if want := 2 * len(files); len(deleted) != want {
-		t.Errorf("%d deletes, want %d (the files of steps 1 and 3): %q", len(deleted), want, deleted)
+	if want := 2 * (len(files) + 1); len(deleted) != want {
+		t.Errorf("%d deletes, want %d (the files of steps 1 and 3 and their file lists): %q", len(deleted), want, deleted)
+	}
+	// Each step's file list goes after its files: a Pull that finds the
+	// list finds a file it names missing while the step is deleted.
+	for i, p := range deleted {
+		if strings.HasSuffix(p, "/"+stepListName) && (i == 0 || !strings.HasPrefix(deleted[i-1], strings.TrimSuffix(p, stepListName))) {
+			t.Errorf("%s deleted before that step's files: %q", p, deleted)
+		}
 	}
 	// A fresh trainer pulls only what is kept.
 	fresh := filepath.Join(dir, "fresh", "r")

@@ -112,7 +112,8 @@ type Chain struct {
 	// group's rows are not written anywhere else. Nil: discard.
 	Log *slog.Logger
 	// JudgeAnswered reports whether the judge has answered a call in this
-	// run (nil: never). Until it has, a 401/403/404 stops the run.
+	// run (nil: never). Until it has, a 401/403/404, or an answer that is
+	// not JSON, stops the run.
 	JudgeAnswered func() bool
 	// JudgeServed lists the models the judge's server serves, for that
 	// stop on a 404 (nil, or "": none to name).
@@ -317,6 +318,11 @@ func (c *Chain) onError(ctx context.Context, g trajectory.Group, live []int, err
 		}
 		return g, Skipped, fmt.Errorf("judge model %q answered HTTP %d, as it will for every group: stopping under any --on-judge-error (%s): %w",
 			c.JudgeModel, status, fix, err)
+	}
+	if judge.NotCompletion(err) && (c.JudgeAnswered == nil || !c.JudgeAnswered()) {
+		// A web page at the judge's URL is served to every group alike,
+		// as a refusal is; the error says what to check.
+		return g, Skipped, fmt.Errorf("stopping under any --on-judge-error, as every group would get the same: %w", err)
 	}
 	switch c.OnJudgeErr {
 	case PolicySkip:

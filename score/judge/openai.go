@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -71,7 +74,8 @@ func NewOpenAI(opts OpenAIOptions) *OpenAI {
 	}
 	// The client would take $OPENAI_BASE_URL for an empty BaseURL: name
 	// the server either way, so that only cmd reads the environment.
-	ro = append(ro, option.WithBaseURL(orDefault(opts.BaseURL, OpenAIBaseURL)))
+	ro = append(ro, option.WithBaseURL(orDefault(opts.BaseURL, OpenAIBaseURL)),
+		option.WithMiddleware(catchNotJSON))
 	if opts.HTTPClient != nil {
 		ro = append(ro, option.WithHTTPClient(opts.HTTPClient))
 	}
@@ -136,6 +140,10 @@ func (o *OpenAI) Judge(ctx context.Context, req Request) (Verdict, error) {
 			// was sent.
 			return Verdict{}, withUsage(ctx.Err(), usage)
 		}
+		var nj *notJSON
+		if errors.As(err, &nj) {
+			return Verdict{}, o.notCompletion(nj, usage)
+		}
 		return Verdict{}, classify(err, callCtx, o.opts.Timeout, usage, req.Model, o.contextHint(), o.opts.MaxTokens)
 	}
 	usage.PromptTokens = resp.Usage.PromptTokens
@@ -164,6 +172,63 @@ func (o *OpenAI) Judge(ctx context.Context, req Request) (Verdict, error) {
 		model = req.Model
 	}
 	return Verdict{Model: model, Scores: scores, Usage: usage}, nil
+}
+
+// notJSON is a 2xx answer whose body is not JSON: a web page (a proxy's
+// login page, a chat UI's) where the judge's API was expected.
+type notJSON struct {
+	contentType string
+	head        []byte // the body's first bytes
+}
+
+func (e *notJSON) Error() string {
+	return fmt.Sprintf("with content type %q, not JSON", e.contentType)
+}
+
+// notJSONHead is how much of such a body an error shows: enough to tell
+// an HTML page from a plain-text message.
+const notJSONHead = 80
+
+// catchNotJSON is the client's middleware that turns a 2xx answer that
+// is not JSON into a *notJSON error: the client would fail it with a
+// message about Go destination types that says nothing of the body, and
+// the body is gone by the time its error comes back. The media type test
+// is the client's own (application/json, or a +json suffix).
+func catchNotJSON(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	resp, err := next(req)
+	if err != nil || resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return resp, err
+	}
+	ct := resp.Header.Get("Content-Type")
+	mt, _, _ := mime.ParseMediaType(ct)
+	if strings.Contains(mt, "application/json") || strings.HasSuffix(mt, "+json") {
+		return resp, nil
+	}
+	head, _ := io.ReadAll(io.LimitReader(resp.Body, notJSONHead+1))
+	resp.Body.Close()
+	return nil, &notJSON{contentType: ct, head: head}
+}
+
+// notCompletion is the judge error of a notJSON answer. It is not
+// retried: a URL that serves a web page will serve it again. It names
+// --judge-base-url (masked: its userinfo may hold a token) as what to
+// check, and the body's first bytes quoted, so that control bytes or a
+// page's script cannot garble the log.
+func (o *OpenAI) notCompletion(nj *notJSON, usage Usage) error {
+	begins := strconv.Quote(strings.TrimSuffix(prefix(string(nj.head), notJSONHead), "…"))
+	if len(nj.head) > notJSONHead {
+		begins += "…"
+	}
+	return &Error{Kind: "http", Status: http.StatusOK, Usage: usage, Err: fmt.Errorf("the judge answered %w (it begins %s), not an OpenAI chat completion: check --judge-base-url %s, which should be an OpenAI-compatible API's base (for vLLM and hone-serve, http://HOST:PORT/v1), not a web page",
+		nj, begins, urlmask.Shown(orDefault(o.opts.BaseURL, OpenAIBaseURL)))}
+}
+
+// NotCompletion reports whether err is a judge's answer that is not JSON
+// at all: the base URL serves something other than an OpenAI API, and
+// every call will get the same.
+func NotCompletion(err error) bool {
+	var nj *notJSON
+	return errors.As(err, &nj)
 }
 
 // noChoices is the error of a response without choices. Gateways

@@ -245,15 +245,45 @@ func BuildWithin(trajs []trajectory.Trajectory, rubric string, b Budget) (Prompt
 	}
 	// What is left is never cut: the instructions and tools, and each
 	// message's JSON around its text, which many short attempts make long.
-	msgs := 0
-	for _, t := range trajs {
-		msgs += len(t.Messages)
-		for _, h := range t.AdditionalHistories {
-			msgs += len(h.Messages)
+	return Prompt{}, fmt.Errorf("%w: %d tokens with every message text cut to a marker (%d uncut), over the budget of %d: "+
+		"the system prompt, rubric and tool lists, and the JSON around the texts of the %s, are never cut; %s",
+		ErrPromptTooLong, smallest, full, b.Tokens, l.shownWords(len(trajs)), l.fixWords())
+}
+
+// shownMessages counts the messages the prompt shows: a shared beginning
+// once, each block's rest, and their additional histories.
+func (l *layout) shownMessages() int {
+	n := len(l.shared)
+	for _, b := range l.blocks {
+		n += len(b)
+	}
+	for _, hs := range l.histories {
+		for _, h := range hs {
+			n += len(h.msgs)
 		}
 	}
-	return Prompt{}, fmt.Errorf("%w: %d tokens with every message text cut to a marker (%d uncut), over the budget of %d: "+
-		"the system prompt, rubric and tool lists, and the JSON around the texts of the group's %d trajectories of %d messages, are never cut; "+
-		"score smaller groups (hone-collect -G) or use a judge with a larger context",
-		ErrPromptTooLong, smallest, full, b.Tokens, len(trajs), msgs)
+	return n
+}
+
+// shownWords says what the prompt shows of a group of n trajectories:
+// counting the rows would overstate a group of identical ones, shown as
+// one attempt, and a shared beginning, shown once.
+func (l *layout) shownWords(n int) string {
+	msgs := l.shownMessages()
+	switch {
+	case l.identical:
+		return fmt.Sprintf("%d messages shown for the one attempt that stands for the group's %d identical trajectories", msgs, n)
+	case n == 1:
+		return fmt.Sprintf("%d messages of the group's one trajectory", msgs)
+	}
+	return fmt.Sprintf("%d messages shown for the group's %d trajectories", msgs, n)
+}
+
+// fixWords says what makes the prompt fit: smaller groups only where the
+// judge is shown more than one attempt.
+func (l *layout) fixWords() string {
+	if len(l.blocks) == 1 {
+		return "shorten the trajectories (fewer turns) or use a judge with a larger context"
+	}
+	return "score smaller groups (hone-collect -G) or use a judge with a larger context"
 }

@@ -276,8 +276,8 @@ func TestBuildWithinTooManyAttempts(t *testing.T) {
 	est := ruler.Estimate{}
 	budget := est.Count(ruler.Build(trajs, "").System) + 200
 	_, err := ruler.BuildWithin(trajs, "", ruler.Budget{Tokens: budget})
-	if !errors.Is(err, ruler.ErrPromptTooLong) || !strings.Contains(err.Error(), "16 trajectories of 112 messages") ||
+	if !errors.Is(err, ruler.ErrPromptTooLong) || !strings.Contains(err.Error(), "97 messages shown for the group's 16 trajectories") ||
 		!strings.Contains(err.Error(), "smaller groups") {
-		t.Fatalf("err = %v; want it to name the group's 16 trajectories of 112 messages and smaller groups", err)
+		t.Fatalf("err = %v; want it to name the 97 messages shown (the shared first one once) for the group's 16 trajectories, and smaller groups", err)
 	}
 }

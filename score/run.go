@@ -227,6 +227,16 @@ func rulerIdentical(c *Chain, log *slog.Logger) {
 	}
 }
 
+// settleIdentical tells each ruler scorer of the chain that group id is
+// done, in input order, for the ids its warning names (Scorer.Settle).
+func settleIdentical(c *Chain, id string) {
+	for _, s := range c.Scorers {
+		if r, ok := s.(*ruler.Scorer); ok {
+			r.Settle(id)
+		}
+	}
+}
+
 // formulaUnseen warns, once per name, of each name a formula read that no
 // row it scored had: read under a guard (judeg ?? 0) such a name is nil,
 // and a misspelt one gives the fallback on every row, where a read
@@ -595,6 +605,7 @@ func pipeline(ctx context.Context, r *trajectory.Reader, sh shard.Shard, c *Chai
 			}
 			continue
 		}
+		settleIdentical(c, s.in.ID)
 		sum.Groups++
 		sum.Rows += int64(len(s.in.Trajectories))
 		switch s.outcome {

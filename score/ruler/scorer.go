@@ -30,9 +30,13 @@ type Scorer struct {
 
 	// The groups whose trajectories were all identical (Identical): the
 	// count, and the ids of the first few, for one line a run rather
-	// than a warning per group.
+	// than a warning per group. Groups are scored concurrently, so an
+	// identical group waits in pending (by id, how many) until its
+	// caller settles it in input order (Settle): firstIdentical is then
+	// the same for the same input, whichever judge call came back first.
 	mu             sync.Mutex
 	identical      int64
+	pending        map[string]int
 	firstIdentical []string
 }
 
@@ -53,20 +57,43 @@ func (s *Scorer) Cuts() CutCounts {
 
 // Identical returns how many of the groups the judge scored so far had
 // all their trajectories identical, and the ids of the first few of them
-// (in the order they were scored); safe while groups are scored.
+// in input order, of those settled (Settle); safe while groups are
+// scored.
 func (s *Scorer) Identical() (n int64, first []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.identical, append([]string(nil), s.firstIdentical...)
 }
 
-// countIdentical records an identical group.
+// countIdentical records an identical group; Settle places it.
 func (s *Scorer) countIdentical(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.identical++
 	if len(s.firstIdentical) < identicalShown {
-		s.firstIdentical = append(s.firstIdentical, id)
+		if s.pending == nil {
+			s.pending = make(map[string]int)
+		}
+		s.pending[id]++
+	}
+}
+
+// Settle is told of each group the caller is done with, in input order
+// (the order it writes them): an identical group among them joins the
+// ids Identical names, while there is room. Once there is none, what
+// still waits is dropped: pending holds at most the groups in flight.
+func (s *Scorer) Settle(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending[id] == 0 {
+		return
+	}
+	if s.pending[id]--; s.pending[id] == 0 {
+		delete(s.pending, id)
+	}
+	s.firstIdentical = append(s.firstIdentical, id)
+	if len(s.firstIdentical) == identicalShown {
+		s.pending = nil
 	}
 }
 

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
 	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/internal/stageerr"
 	"github.com/hone-rl/hone/score"
+	"github.com/spf13/pflag"
 )
 
 const usage = `hone-score fills in trajectory rewards and writes a scored trajectory file.
@@ -83,6 +85,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	log, err := sf.Log.Logger(p.Writer())
 	if err != nil {
 		return err
+	}
+	if unread := judgeFlagsUnread(fs, opts.Scorers); len(unread) > 0 {
+		log.Warn(strings.Join(unread, ", ") + " do nothing without a ruler scorer (--scorer ruler, or NAME=ruler): no judge is called, and the chain scores without one")
 	}
 	// Refuse Parquet to a terminal before stdin is read or any judge call
 	// is paid for.
@@ -170,6 +175,30 @@ func judges(scorers []string) bool {
 		}
 	}
 	return false
+}
+
+// judgeFlagsUnread returns the judge's flags given on fs (as --NAME)
+// when no scorer calls the judge: they are read by the ruler scorer
+// alone, and a chain without one drops them. Warned, not refused, as
+// hone-train warns of the flags a call does not read: a script may pass
+// them on every call, and the run scores as it would without. The
+// judge's environment ($OPENAI_API_KEY) is not a flag given for this run.
+func judgeFlagsUnread(fs *pflag.FlagSet, scorers []string) []string {
+	if judges(scorers) {
+		return nil
+	}
+	for _, v := range scorers {
+		if _, err := score.ParseSpec(v); err != nil {
+			return nil // refused by score.Run: a warning would only add to it
+		}
+	}
+	var given []string
+	fs.Visit(func(f *pflag.Flag) {
+		if strings.HasPrefix(f.Name, "judge-") || f.Name == "rubric" || f.Name == "no-judge-cache" || f.Name == "on-judge-error" {
+			given = append(given, "--"+f.Name)
+		}
+	})
+	return given
 }
 
 // judgeFromEnv fills the judge's endpoint and key that no flag gave from

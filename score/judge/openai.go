@@ -182,7 +182,7 @@ type notJSON struct {
 }
 
 func (e *notJSON) Error() string {
-	return fmt.Sprintf("with content type %q, not JSON", e.contentType)
+	return fmt.Sprintf("with content type %q, not JSON's (application/json)", e.contentType)
 }
 
 // notJSONHead is how much of such a body an error shows: enough to tell

@@ -22,6 +22,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Uint64Var(&o.Seed, "seed", 0, "random seed (same seed, same weights)")
 	fs.IntVar(&o.SlidingWindow, "sliding-window", 0, "attention window of gemma3_text's sliding layers, every other layer (0: 32)")
 	fs.Float64Var(&o.InitStd, "init-std", 0.02, "standard deviation of the random weights")
+	fs.IntVar(&o.MaxPositions, "max-positions", DefaultMaxPositions, "context length: config.json's max_position_embeddings (a token is a byte: a RULER judge's prompt over tool-using episodes needs about 16384)")
 }
 
 // Normalize upper-cases the dtype so "bf16" and "BF16" both work.

@@ -43,7 +43,15 @@ type Options struct {
 	// SlidingWindow is the attention window of gemma3_text's sliding
 	// layers (0: 32); other families have none.
 	SlidingWindow int
+	// MaxPositions is config.json's max_position_embeddings and the
+	// tokenizer's model_max_length (0: DefaultMaxPositions): a token a
+	// byte, a judge's prompt or a long episode needs more than the default.
+	MaxPositions int
 }
+
+// DefaultMaxPositions is the context of a tiny model unless
+// Options.MaxPositions says otherwise.
+const DefaultMaxPositions = 4096
 
 // gemmaPattern is the sliding_window_pattern of a tiny gemma3_text: every
 // second layer full, so two layers already hold both kinds (Gemma 3's own
@@ -85,6 +93,9 @@ func (o Options) Defaults() Options {
 	if o.SlidingWindow == 0 && o.Family == "gemma3_text" {
 		o.SlidingWindow = 32
 	}
+	if o.MaxPositions == 0 {
+		o.MaxPositions = DefaultMaxPositions
+	}
 	return o
 }
 
@@ -96,6 +107,9 @@ func (o Options) Config() (model.Config, error) {
 	}
 	if _, ok := torchDTypes[o.DType]; !ok {
 		return model.Config{}, fmt.Errorf("tinymodel: dtype %q not supported (want F32, BF16 or F16)", o.DType)
+	}
+	if o.MaxPositions < 0 {
+		return model.Config{}, fmt.Errorf("tinymodel: max positions %d: want a token count, or 0 for %d", o.MaxPositions, DefaultMaxPositions)
 	}
 	if o.SlidingWindow != 0 && o.Family != "gemma3_text" {
 		return model.Config{}, fmt.Errorf("tinymodel: a sliding window (%d) is for gemma3_text only, not %s", o.SlidingWindow, o.Family)
@@ -247,7 +261,7 @@ func writeFiles(ctx context.Context, dir string, o Options, m *model.Model) erro
 		{modelfolder.ConfigFile, configJSON(o, &m.Config)},
 		{modelfolder.GenerationConfigFile, map[string]any{"bos_token_id": 256, "eos_token_id": []int{258, 256}, "pad_token_id": 256}},
 		{modelfolder.TokenizerFile, tokenizerJSON()},
-		{modelfolder.TokenizerConfigFile, tokenizerConfigJSON()},
+		{modelfolder.TokenizerConfigFile, tokenizerConfigJSON(o.MaxPositions)},
 	}
 	for _, f := range files {
 		if err := writeJSON(filepath.Join(dir, f.name), f.v); err != nil {
@@ -285,7 +299,7 @@ func configJSON(o Options, c *model.Config) map[string]any {
 		"num_hidden_layers":       c.Layers,
 		"num_attention_heads":     c.Heads,
 		"num_key_value_heads":     c.KVHeads,
-		"max_position_embeddings": 4096,
+		"max_position_embeddings": o.MaxPositions,
 		"rms_norm_eps":            float64(c.RMSNormEps),
 		"rope_theta":              c.RoPE.Theta,
 		"rope_scaling":            nil,
@@ -373,7 +387,7 @@ const ChatTemplate = "{%- for message in messages %}" +
 	"{%- endfor %}" +
 	"{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
 
-func tokenizerConfigJSON() map[string]any {
+func tokenizerConfigJSON(maxPositions int) map[string]any {
 	dec := map[string]any{}
 	for i, s := range specials {
 		dec[fmt.Sprint(256+i)] = map[string]any{
@@ -388,7 +402,7 @@ func tokenizerConfigJSON() map[string]any {
 		"pad_token":                    "<|endoftext|>",
 		"unk_token":                    nil,
 		"chat_template":                ChatTemplate,
-		"model_max_length":             4096,
+		"model_max_length":             maxPositions,
 		"clean_up_tokenization_spaces": false,
 		"tokenizer_class":              "Qwen2Tokenizer",
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hone-rl/hone/format/chatmsg"
 	"github.com/hone-rl/hone/format/chattemplate"
+	"github.com/hone-rl/hone/format/hfconfig"
 	"github.com/hone-rl/hone/format/safetensors"
 	"github.com/hone-rl/hone/format/tokenizer"
 	"github.com/hone-rl/hone/kernels/ref"
@@ -195,9 +196,40 @@ func TestWriteRefuses(t *testing.T) {
 		"bad heads":   {Heads: 3, KVHeads: 2},
 		"bad dtype":   {DType: "F64"},
 		"window":      {Family: "qwen3", SlidingWindow: 8},
+		"positions":   {MaxPositions: -1},
 	} {
 		if err := Write(ctx, filepath.Join(t.TempDir(), "m"), o, be); err == nil {
 			t.Errorf("%s: Write accepted %+v", name, o)
+		}
+	}
+}
+
+// TestMaxPositions: MaxPositions (init-model --max-positions) is the
+// context the folder states, in config.json and in the tokenizer's
+// model_max_length, as transformers and hone-serve read them; 0 is 4096.
+func TestMaxPositions(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct{ set, want int }{{0, DefaultMaxPositions}, {16384, 16384}} {
+		dir := filepath.Join(t.TempDir(), "m")
+		if err := Write(ctx, dir, Options{MaxPositions: c.set}, ref.New()); err != nil {
+			t.Fatal(err)
+		}
+		h, err := hfconfig.Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.MaxPositionEmbeddings != c.want {
+			t.Errorf("MaxPositions %d: max_position_embeddings %d, want %d", c.set, h.MaxPositionEmbeddings, c.want)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tc struct {
+			ModelMaxLength int `json:"model_max_length"`
+		}
+		if err := json.Unmarshal(b, &tc); err != nil || tc.ModelMaxLength != c.want {
+			t.Errorf("MaxPositions %d: model_max_length %d (%v), want %d", c.set, tc.ModelMaxLength, err, c.want)
 		}
 	}
 }

@@ -25,8 +25,14 @@ same flags and --seed give the same files. DIR must not exist or be empty.
 --family gemma3_text writes a Gemma 3 text model (Gemma3ForCausalLM: scaled
 embeddings, (1+w) norms, q/k and sandwich norms, GELU-tanh) whose layers
 alternate sliding (window --sliding-window) and full attention; its
-tokenizer and ChatML template are the same as the other families'.`,
-		Example: `  hone-train init-model --family llama --hidden 64 --layers 2 --heads 4 --kv-heads 2 -o models/tiny-llama
+tokenizer and ChatML template are the same as the other families'.
+
+--init-std's default, 0.02, is Hugging Face's initializer_range: weights that
+small make a model whose LoRA learns next to nothing in a few steps. To train
+the model (README's round, the docs' own jobs), give --init-std 0.3, as the
+first example does.`,
+		Example: `  hone-train init-model --family qwen3 --hidden 64 --layers 2 --heads 4 --init-std 0.3 --seed 1 -o out/tiny
+  hone-train init-model --family llama --hidden 64 --layers 2 --heads 4 --kv-heads 2 -o models/tiny-llama
   hone-train init-model --family qwen3 --hidden 48 --heads 4 --head-dim 16 --dtype BF16 --seed 7 -o models/tiny-qwen3
   hone-train init-model --family gemma3_text --hidden 64 --heads 4 --kv-heads 1 --sliding-window 16 --tie-embeddings -o models/tiny-gemma3`,
 		Args: cobra.NoArgs,

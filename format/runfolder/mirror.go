@@ -23,7 +23,9 @@ import (
 // and only after every file of the step it names is uploaded, so a step
 // up to the remote latest is complete. Pull copies a step into a temporary
 // folder and renames it into place, then moves the local latest: a local
-// reader (serve's watcher) never sees half a step.
+// reader (serve's watcher) never sees half a step. A Pull cut off keeps
+// the steps it renamed into place, recorded (pulledName), and the next
+// one, starting from the same local latest, does not download them again.
 //
 // Each remote step folder also holds its file list (stepListName), written
 // after the step's files and deleted after them when a publisher prunes
@@ -368,9 +370,12 @@ type PullOptions struct {
 // than localRun's latest and no newer than the remote latest into
 // localRun, each through a temporary folder renamed into place (newest
 // first), then the run's other files, then moves the local latest. It
-// returns the steps copied, in ascending order. Its errors name remoteRun
-// without its bucket query (fileset.DisplayName), which names no folder
-// and put the store's address in hone-serve's and hone-train's messages.
+// returns the steps copied, in ascending order: by this call, or by an
+// earlier one cut off since the local latest last moved, whose steps
+// renamed into place are kept (pulledName) and not downloaded again. Its
+// errors name remoteRun without its bucket query (fileset.DisplayName),
+// which names no folder and put the store's address in hone-serve's and
+// hone-train's messages.
 func Pull(ctx context.Context, remoteRun, localRun string, o PullOptions) ([]int, error) {
 	last, ok, err := remoteLatest(ctx, remoteRun)
 	if err != nil || !ok {
@@ -407,12 +412,20 @@ func Pull(ctx context.Context, remoteRun, localRun string, o PullOptions) ([]int
 	if err := os.MkdirAll(localRun, 0o755); err != nil {
 		return nil, fmt.Errorf("pull %s: %w", fileset.DisplayName(remoteRun), err)
 	}
+	rec, err := readPulled(localRun, from)
+	if err != nil {
+		return nil, fmt.Errorf("pull %s: %w", fileset.DisplayName(remoteRun), err)
+	}
 	var done []int
 	// Newest first: a reader of a copy that has no latest yet takes the
 	// highest step folder for current, and that is the remote latest from
 	// the first rename on, never an older step still being copied.
 	for _, s := range slices.Backward(steps) {
-		err := pullStep(ctx, fileset.Join(remoteRun, s.Name), filepath.Join(localRun, s.Name), o.Skip)
+		if rec.holds(localRun, s.Name, o.Skip) {
+			done = append(done, s.N)
+			continue
+		}
+		got, err := pullStep(ctx, fileset.Join(remoteRun, s.Name), filepath.Join(localRun, s.Name), o.Skip)
 		if (errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrIncompleteStep)) && s.N != last.N {
 			// An older step pruned from the store after the listing, or
 			// being pruned when it was listed, is not copied (nor a part
@@ -422,6 +435,9 @@ func Pull(ctx context.Context, remoteRun, localRun string, o PullOptions) ([]int
 				o.LeftOut(s.N, err)
 			}
 			continue
+		}
+		if err == nil {
+			err = rec.add(localRun, got)
 		}
 		if err != nil {
 			slices.Sort(done)
@@ -433,16 +449,113 @@ func Pull(ctx context.Context, remoteRun, localRun string, o PullOptions) ([]int
 	if err := copyFiles(ctx, remoteRun, localRun, func(name string) bool { return name == LatestName || name == "lock" }); err != nil {
 		return done, fmt.Errorf("pull %s: %w", fileset.DisplayName(remoteRun), err)
 	}
-	return done, WritePointer(localRun, LatestName, last.N)
+	if err := WritePointer(localRun, LatestName, last.N); err != nil {
+		return done, err
+	}
+	// The record is of steps newer than the old latest; the next Pull
+	// starts after the new one.
+	if err := os.Remove(filepath.Join(localRun, pulledName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return done, fmt.Errorf("pull %s: %w", fileset.DisplayName(remoteRun), err)
+	}
+	return done, nil
+}
+
+// pulledName is a file of a local run folder that records the steps Pull
+// renamed into place since the local latest last moved, which moves only
+// once the whole pull is done: a pull cut off (hone-serve's
+// --poll-timeout, hone-train's --publish-timeout at start) kept its
+// steps' folders, and the next pull, starting from the same latest,
+// downloaded them all again, so a run whose new steps took longer than
+// the deadline to download was never pulled. Only steps this record names
+// are taken as whole: a step folder there otherwise (a trainer killed
+// between saving a step and moving latest) may not be the store's step.
+// It starts with "." so that Publish passes over it.
+const pulledName = ".pulled.json"
+
+// pulledRecord is the contents of pulledName.
+type pulledRecord struct {
+	// From is the local latest (-1: none) the steps were pulled over: a
+	// record of another is stale (the latest moved since; a trainer may
+	// have saved a step of the same name), and read as empty.
+	From  int          `json:"from"`
+	Steps []pulledStep `json:"steps"`
+}
+
+// pulledStep is a step folder Pull renamed into place, and what of the
+// store's step it holds.
+type pulledStep struct {
+	Name string `json:"name"`
+	// Files were copied; Skipped were listed and left out by
+	// PullOptions.Skip, so a pull that skips less (a trainer's, which
+	// needs the optimizer state) does not take the folder as whole.
+	Files   []string `json:"files"`
+	Skipped []string `json:"skipped,omitempty"`
+}
+
+// readPulled reads localRun's pulledName, empty where there is none or it
+// records steps pulled over another latest than from.
+func readPulled(localRun string, from int) (*pulledRecord, error) {
+	name := filepath.Join(localRun, pulledName)
+	b, err := os.ReadFile(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &pulledRecord{From: from}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var r pulledRecord
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w; delete it (it only spares downloads)", name, err)
+	}
+	if r.From != from {
+		return &pulledRecord{From: from}, nil
+	}
+	return &r, nil
+}
+
+// holds reports whether the record names step name, pulled with the
+// files skip leaves out now, and localRun holds each file copied.
+func (r *pulledRecord) holds(localRun, name string, skip func(string) bool) bool {
+	i := slices.IndexFunc(r.Steps, func(p pulledStep) bool { return p.Name == name })
+	if i < 0 {
+		return false
+	}
+	p := r.Steps[i]
+	for _, f := range p.Skipped {
+		if skip == nil || !skip(f) {
+			return false
+		}
+	}
+	for _, f := range p.Files {
+		if skip != nil && skip(f) {
+			return false
+		}
+		if st, err := os.Stat(filepath.Join(localRun, name, f)); err != nil || !st.Mode().IsRegular() {
+			return false
+		}
+	}
+	return true
+}
+
+// add records step p, renamed into place in localRun, atomically.
+func (r *pulledRecord) add(localRun string, p pulledStep) error {
+	r.Steps = append(r.Steps, p)
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return WriteFile(filepath.Join(localRun, pulledName), append(b, '\n'))
 }
 
 // pullStep copies a remote step folder into a temporary folder beside dst
 // and renames it to dst (replacing a stale dst that latest never named),
-// only if it holds every file its list names that skip does not.
-func pullStep(ctx context.Context, src, dst string, skip func(string) bool) error {
+// only if it holds every file its list names that skip does not, and
+// says what it copied.
+func pullStep(ctx context.Context, src, dst string, skip func(string) bool) (pulledStep, error) {
+	got := pulledStep{Name: filepath.Base(dst)}
 	tmp, err := os.MkdirTemp(filepath.Dir(dst), "."+filepath.Base(dst)+tempMark+"*")
 	if err != nil {
-		return err
+		return got, err
 	}
 	defer os.RemoveAll(tmp)
 	// The list is read before the folder is listed: a prune deletes it
@@ -450,30 +563,39 @@ func pullStep(ctx context.Context, src, dst string, skip func(string) bool) erro
 	// since.
 	want, hasList, err := readStepList(ctx, src)
 	if err != nil {
-		return err
+		return got, err
 	}
-	files, listed, err := readFiles(ctx, src, skip)
+	files, listed, err := readFiles(ctx, src, func(name string) bool {
+		if skip != nil && skip(name) {
+			got.Skipped = append(got.Skipped, name)
+			return true
+		}
+		return false
+	})
 	if err != nil {
-		return err
+		return got, err
 	}
 	if hasList {
 		if missing := missingFiles(want, files, skip); len(missing) > 0 {
-			return fmt.Errorf("%s lacks %s, which its file list (%s) names: %w", fileset.DisplayName(src), strings.Join(missing, ", "), stepListName, ErrIncompleteStep)
+			return got, fmt.Errorf("%s lacks %s, which its file list (%s) names: %w", fileset.DisplayName(src), strings.Join(missing, ", "), stepListName, ErrIncompleteStep)
 		}
 	}
 	if listed == 0 {
 		// An object store lists a pruned step's prefix as empty, not as
 		// missing: that is no step to copy. The one listing says so;
 		// files skipped all are a step still.
-		return fmt.Errorf("%s holds no file: %w", fileset.DisplayName(src), fs.ErrNotExist)
+		return got, fmt.Errorf("%s holds no file: %w", fileset.DisplayName(src), fs.ErrNotExist)
 	}
 	if err := writeFiles(ctx, files, tmp); err != nil {
-		return err
+		return got, err
 	}
 	if err := os.RemoveAll(dst); err != nil {
-		return err
+		return got, err
 	}
-	return os.Rename(tmp, dst)
+	for _, f := range files {
+		got.Files = append(got.Files, f.name)
+	}
+	return got, os.Rename(tmp, dst)
 }
 
 // missingFiles returns the names in want that skip does not name and

@@ -5,8 +5,10 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -115,5 +117,109 @@ func TestPublishCutOffResumes(t *testing.T) {
 				t.Errorf("%s/%s pulled: %q, %v", StepName(n), f, b, err)
 			}
 		}
+	}
+}
+
+// TestPullCutOffResumes: a pull cut off part way (hone-serve's
+// --poll-timeout, hone-train's --publish-timeout at start) keeps the
+// steps it renamed into place: the next pull does not download them
+// again. Before, the local latest moved only once every step was in, and
+// the next pull started from it, so each attempt downloaded the same
+// steps again, and a run whose new steps took longer than the deadline
+// was never pulled.
+func TestPullCutOffResumes(t *testing.T) {
+	train := filepath.Join(t.TempDir(), "r")
+	files := []string{"adapter_config.json", "adapter_model.safetensors"}
+	for n := 1; n <= 4; n++ {
+		writeStepFiles(t, train, n, files...)
+	}
+	if err := WritePointer(train, LatestName, 4); err != nil {
+		t.Fatal(err)
+	}
+	// The store answers the GETs of steps 4 and 3 (Pull goes newest
+	// first) and holds the first of step 2's until its client gives up.
+	var mu sync.Mutex
+	gets := map[string]int{} // step name → GETs of its files (not its list)
+	stalling := true
+	release := make(chan struct{})
+	holding := make(chan struct{}, 1)
+	srv := s3test.Start(t, s3test.Options{Buckets: []string{"bkt"}, Wrap: func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			step, file := path.Split(r.URL.Path)
+			step = path.Base(step)
+			mu.Lock()
+			stall := false
+			if _, ok := ParseStepName(step); ok && r.Method == http.MethodGet && !strings.HasPrefix(file, ".") {
+				gets[step]++
+				stall = stalling && step == StepName(2)
+			}
+			mu.Unlock()
+			if stall {
+				select {
+				case holding <- struct{}{}:
+				default:
+				}
+				select {
+				case <-r.Context().Done():
+				case <-release:
+				}
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	}})
+	t.Cleanup(func() { close(release) })
+	store := srv.URL("bkt", "adapters/r")
+	if _, err := Publish(context.Background(), train, store); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	clear(gets)
+	mu.Unlock()
+	serve := filepath.Join(t.TempDir(), "r")
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { _, err := Pull(ctx, store, serve, PullOptions{}); errc <- err }()
+	select {
+	case <-holding:
+	case err := <-errc:
+		t.Fatalf("the pull ended before the store held a GET of %s: %v", StepName(2), err)
+	}
+	cancel()
+	if err := <-errc; err == nil {
+		t.Fatal("the pull cut off returned no error")
+	}
+	mu.Lock()
+	stalling = false
+	clear(gets)
+	mu.Unlock()
+	got, err := Pull(context.Background(), store, serve, PullOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{1, 2, 3, 4}; !slices.Equal(got, want) {
+		t.Errorf("the next pull returned steps %v, want %v", got, want)
+	}
+	mu.Lock()
+	for _, n := range []int{3, 4} {
+		if g := gets[StepName(n)]; g > 0 {
+			t.Errorf("the next pull sent %d GETs of %s, which the cut-off pull had renamed into place; want 0", g, StepName(n))
+		}
+	}
+	for _, n := range []int{1, 2} {
+		if g := gets[StepName(n)]; g != len(files) {
+			t.Errorf("the next pull sent %d GETs of %s, want %d", g, StepName(n), len(files))
+		}
+	}
+	mu.Unlock()
+	for n := 1; n <= 4; n++ {
+		for _, f := range files {
+			if b, err := os.ReadFile(filepath.Join(serve, StepName(n), f)); err != nil || string(b) != f+" of "+StepName(n) {
+				t.Errorf("%s/%s pulled: %q, %v", StepName(n), f, b, err)
+			}
+		}
+	}
+	if l, ok, err := ReadPointer(serve, LatestName); err != nil || !ok || l.N != 4 {
+		t.Errorf("local latest after the pull: %v %v %v, want %s", l, ok, err, StepName(4))
 	}
 }

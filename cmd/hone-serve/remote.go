@@ -98,6 +98,10 @@ func (r *remoteAdapters) start(ctx context.Context, adapters *string, every time
 	// second by default) for as long as it stays so, which is for good
 	// when its trainer is gone. pull runs on one goroutine at a time.
 	broken := map[string]bool{}
+	// leftOut holds the steps ("run step-N") a pull left out because the
+	// store held them in part, each warned about once: Pull passes over
+	// such a step without failing, and nothing said it had.
+	leftOut := map[string]bool{}
 	timeout := cmp.Or(r.timeout, defaultPollTimeout)
 	pull := func(ctx context.Context) error {
 		var runs []string
@@ -114,7 +118,12 @@ func (r *remoteAdapters) start(ctx context.Context, adapters *string, every time
 			if !runfolder.ValidRun(name) {
 				continue
 			}
-			steps, err := pullRun(ctx, run, filepath.Join(cache, name), newest, timeout)
+			steps, err := pullRun(ctx, run, filepath.Join(cache, name), newest, timeout, func(step int, why error) {
+				if key := name + " " + runfolder.StepName(step); !leftOut[key] {
+					leftOut[key] = true
+					log.Warn("left out a step the store holds in part (being pruned by its trainer, or broken by hand); the run's other steps are pulled", "run", name, "step", step, "err", why)
+				}
+			})
 			if err != nil {
 				if ctx.Err() != nil {
 					return err
@@ -170,12 +179,14 @@ func (r *remoteAdapters) start(ctx context.Context, adapters *string, every time
 // pullRun pulls a run's newest steps, without optimizer state, into dst,
 // abandoned after timeout. The deadline is each run's, not the poll's: one
 // run whose folder hangs, or whose pull takes longer, is passed over by
-// the caller, not the runs after it too at every poll.
-func pullRun(ctx context.Context, run, dst string, newest int, timeout time.Duration) (steps []int, err error) {
+// the caller, not the runs after it too at every poll. leftOut is told of
+// each step left out as the store holds it in part (PullOptions.LeftOut).
+func pullRun(ctx context.Context, run, dst string, newest int, timeout time.Duration, leftOut func(step int, why error)) (steps []int, err error) {
 	err = cutOff(ctx, timeout, func(ctx context.Context) (err error) {
 		steps, err = runfolder.Pull(ctx, run, dst, runfolder.PullOptions{
-			Skip:   func(f string) bool { return f == checkpoint.OptimizerName },
-			Newest: newest,
+			Skip:    func(f string) bool { return f == checkpoint.OptimizerName },
+			Newest:  newest,
+			LeftOut: leftOut,
 		})
 		return err
 	})

@@ -134,7 +134,14 @@ func (r *remoteOut) start(ctx context.Context, o *trainer.Options, log *slog.Log
 	}
 	var pulled []int
 	err = storeCall(ctx, timeout, "pulling", shown, func(ctx context.Context) (err error) {
-		pulled, err = runfolder.Pull(ctx, remote, local, runfolder.PullOptions{})
+		// A step the store holds in part (pruned by the trainer before,
+		// while this pull listed it, or a file removed by hand) is left
+		// out, and said so: the run resumes without it, which a pull
+		// passing over it in silence gave no clue of. Pull is called once,
+		// so each step is named once.
+		pulled, err = runfolder.Pull(ctx, remote, local, runfolder.PullOptions{LeftOut: func(step int, why error) {
+			log.Warn("left out a step the store holds in part (being pruned, or broken by hand); the run's other steps are pulled", "run", o.Name, "from", shown, "step", step, "err", why)
+		}})
 		return err
 	})
 	if err != nil {

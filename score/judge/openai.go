@@ -1,6 +1,7 @@
 package judge
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -193,7 +194,10 @@ const notJSONHead = 80
 // is not JSON into a *notJSON error: the client would fail it with a
 // message about Go destination types that says nothing of the body, and
 // the body is gone by the time its error comes back. The media type test
-// is the client's own (application/json, or a +json suffix).
+// is the client's own (application/json, or a +json suffix). A body that
+// is a JSON object under another type (a proxy that labels it
+// text/plain, a server that gives none) is the answer all the same, as
+// the OpenAI Python client reads it: it goes on labelled as JSON.
 func catchNotJSON(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 	resp, err := next(req)
 	if err != nil || resp.StatusCode < 200 || resp.StatusCode > 299 {
@@ -204,9 +208,26 @@ func catchNotJSON(req *http.Request, next option.MiddlewareNext) (*http.Response
 	if strings.Contains(mt, "application/json") || strings.HasSuffix(mt, "+json") {
 		return resp, nil
 	}
-	head, _ := io.ReadAll(io.LimitReader(resp.Body, notJSONHead+1))
-	resp.Body.Close()
-	return nil, &notJSON{contentType: ct, head: head}
+	defer resp.Body.Close()
+	head, err := io.ReadAll(io.LimitReader(resp.Body, notJSONHead+1))
+	if err != nil {
+		return nil, fmt.Errorf("read the judge's answer (content type %q): %w", ct, err)
+	}
+	if !bytes.HasPrefix(bytes.TrimLeft(head, " \t\r\n"), []byte("{")) {
+		// A page is not read past what its error shows.
+		return nil, &notJSON{contentType: ct, head: head}
+	}
+	rest, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("read the judge's answer (content type %q): %w", ct, err)
+	}
+	body := append(head, rest...)
+	if !json.Valid(body) {
+		return nil, &notJSON{contentType: ct, head: head}
+	}
+	resp.Header.Set("Content-Type", "application/json")
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	return resp, nil
 }
 
 // notCompletion is the judge error of a notJSON answer. It is not

@@ -100,14 +100,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	defer inputs.Close()
 	inPlace := namesAnInput(sf.Output, inputs)
+	// -o as messages show it: an object-store URL's endpoint password
+	// masked, as every other message masks it (stderr ends up in pod logs).
+	shownOut := fileset.RedactURL(sf.Output)
 	if inPlace && !sh.Whole() {
-		return cli.Usage(fmt.Errorf("--shard %s writes only its part of the groups, and -o %s names an input, which that part would replace: write the part elsewhere (-o DIR/ names it for you)", sh, sf.Output))
+		return cli.Usage(fmt.Errorf("--shard %s writes only its part of the groups, and -o %s names an input, which that part would replace: write the part elsewhere (-o DIR/ names it for you)", sh, shownOut))
 	}
 	if inPlace && opts.OnJudgeError == score.PolicySkip && judges(opts.Scorers) {
 		// skip leaves a failed group out of the output, and in place
 		// the output replaces the input: the group would be gone for
 		// good. Said before any judge call is paid for.
-		return cli.Usage(fmt.Errorf("--on-judge-error skip leaves the groups the judge fails out of the output, and -o %s names an input, which the output replaces: they would be lost; use --on-judge-error mark (they are kept, unscored, the reason in each row's error) or write elsewhere", sf.Output))
+		return cli.Usage(fmt.Errorf("--on-judge-error skip leaves the groups the judge fails out of the output, and -o %s names an input, which the output replaces: they would be lost; use --on-judge-error mark (they are kept, unscored, the reason in each row's error) or write elsewhere", shownOut))
 	}
 	p.Start(ctx)
 	defer p.Stop()
@@ -138,7 +141,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if kept && inPlace {
 			// What was written holds only part of the input's groups,
 			// and it would replace the whole input: the rest were lost.
-			fmt.Fprintf(stderr, "hone-score: %s left as it was: -o names an input, and this run's output, which lacks groups it did not score, would have replaced all of it\n", sf.Output)
+			fmt.Fprintf(stderr, "hone-score: %s left as it was: -o names an input, and this run's output, which lacks groups it did not score, would have replaced all of it\n", shownOut)
 			return runErr
 		}
 		if kept {

@@ -15,6 +15,7 @@ package k8s
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,11 +24,13 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/internal/procgroup"
 	"golang.org/x/sync/errgroup"
 	"sigs.k8s.io/yaml"
@@ -218,6 +221,7 @@ func (r *Round) Run(ctx context.Context, o Options) error {
 		order = []task{{Name: entry.Name, Template: entry.Name}}
 	}
 	var logMu sync.Mutex
+	mask := paramSecrets(wf)
 	for _, tk := range order {
 		t, ok := templates[tk.Template]
 		if !ok || t.Container == nil {
@@ -264,7 +268,7 @@ func (r *Round) Run(ctx context.Context, o Options) error {
 				out, err := runStep(gctx, argv, o.Env, grace)
 				logMu.Lock()
 				if o.Log != nil {
-					fmt.Fprintf(o.Log, "== %s %s: %q\n%s", tk.Name, item, argv, out)
+					fmt.Fprintf(o.Log, "== %s %s: %q\n%s", tk.Name, item, maskArgv(mask, argv), out)
 				}
 				logMu.Unlock()
 				if err != nil {
@@ -278,6 +282,37 @@ func (r *Round) Run(ctx context.Context, o Options) error {
 		}
 	}
 	return nil
+}
+
+// paramSecrets masks what the workflow parameters carry of a secret in a
+// step's command line as the log shows it: an object-store URL query's
+// (the query parameter's endpoint=http://user:PASSWORD@host), as
+// fileset.RedactURL masks it in the hone commands' own messages, which
+// the log prints under the line. The longest values come first, so that
+// one holding another is masked whole.
+func paramSecrets(wf map[string]string) *strings.Replacer {
+	var vals []string
+	for _, v := range wf {
+		if strings.Contains(v, "?") && fileset.RedactURL(v) != v {
+			vals = append(vals, v)
+		}
+	}
+	slices.SortFunc(vals, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
+	var pairs []string
+	for _, v := range vals {
+		pairs = append(pairs, v, fileset.RedactURL(v))
+	}
+	return strings.NewReplacer(pairs...)
+}
+
+// maskArgv is argv with mask applied to each word, before the log quotes
+// them (quoting could respell a secret's characters and miss it).
+func maskArgv(mask *strings.Replacer, argv []string) []string {
+	shown := make([]string, len(argv))
+	for i, a := range argv {
+		shown[i] = mask.Replace(a)
+	}
+	return shown
 }
 
 // stepGrace is how long a cancelled step has to stop after SIGTERM before

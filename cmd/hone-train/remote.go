@@ -91,27 +91,9 @@ func (r *remoteOut) start(ctx context.Context, o *trainer.Options, log *slog.Log
 	remote := fileset.Join(o.Out, o.Name)
 	// shown is remote as the log names it: a password in its query masked.
 	shown := fileset.RedactURL(remote)
-	// Pull takes a latest it cannot find for a run not published yet, and
-	// so would a bucket that is not there (a typo): the run would train to
-	// its end and fail only at its publish. A listing of a missing bucket
-	// fails, of an empty folder does not.
-	// Each start-up call to the store runs under --publish-timeout, as a
-	// publish does: a store that takes the connection and never answers
-	// held the start for ever, before any training.
 	timeout := cmp.Or(r.timeout, defaultPublishTimeout)
-	if err := storeCall(ctx, timeout, "listing", shown, func(ctx context.Context) error {
-		_, err := fileset.ListDirs(ctx, remote)
-		return err
-	}); err != nil {
-		return nil, fmt.Errorf("--out %s: %w", fileset.RedactURL(o.Out), err)
-	}
-	// Credentials that may only read failed only the publish at the end
-	// of the run (each earlier one warned and was retried): a write is
-	// tried now, before any training.
-	if err := storeCall(ctx, timeout, "checking a write to", shown, func(ctx context.Context) error {
-		return runfolder.CheckWritable(ctx, remote)
-	}); err != nil {
-		return nil, fmt.Errorf("--out %s: %w", fileset.RedactURL(o.Out), err)
+	if err := checkStore(ctx, o.Out, remote, shown, timeout); err != nil {
+		return nil, err
 	}
 	cache := r.cache
 	temporary := cache == ""
@@ -193,6 +175,40 @@ func (r *remoteOut) start(ctx context.Context, o *trainer.Options, log *slog.Log
 		}
 		return runErr
 	}, nil
+}
+
+// checkStore checks the store of --out (out; remote its run folder, shown
+// as the log names it) before any training: that its bucket is there and
+// that a write goes through.
+func checkStore(ctx context.Context, out, remote, shown string, timeout time.Duration) error {
+	// Pull takes a latest it cannot find for a run not published yet, and
+	// so would a bucket that is not there (a typo): the run would train to
+	// its end and fail only at its publish. A listing of a missing bucket
+	// fails, of an empty folder does not.
+	// Each start-up call to the store runs under --publish-timeout, as a
+	// publish does: a store that takes the connection and never answers
+	// held the start for ever, before any training.
+	if err := storeCall(ctx, timeout, "listing", shown, func(ctx context.Context) error {
+		_, err := fileset.ListDirs(ctx, remote)
+		return err
+	}); err != nil {
+		if errors.Is(err, fileset.ErrNoBucket) {
+			// No hone command or manifest makes a bucket: a missing one is
+			// a mistyped --out, bad input (exit 2, not retried by
+			// round.yaml or cron.yaml), as for hone-serve's --adapters.
+			return cli.BadInputf("--out %s: %w; correct the URL or create the bucket", fileset.RedactURL(out), err)
+		}
+		return fmt.Errorf("--out %s: %w", fileset.RedactURL(out), err)
+	}
+	// Credentials that may only read failed only the publish at the end
+	// of the run (each earlier one warned and was retried): a write is
+	// tried now, before any training.
+	if err := storeCall(ctx, timeout, "checking a write to", shown, func(ctx context.Context) error {
+		return runfolder.CheckWritable(ctx, remote)
+	}); err != nil {
+		return fmt.Errorf("--out %s: %w", fileset.RedactURL(out), err)
+	}
+	return nil
 }
 
 // storeCall runs call, a start-up call to the store shown (what says

@@ -189,6 +189,14 @@ func TestOutToMissingBucketFailsBeforeTraining(t *testing.T) {
 	if strings.Contains(log.String(), "training done") {
 		t.Errorf("the run trained before the missing bucket was noticed:\n%s", log.String())
 	}
+	// As a process it exits 2, bad input, as hone-collect's and
+	// hone-score's -o and hone-serve's --adapters in a missing bucket do:
+	// round.yaml and cron.yaml do not retry a step that exits 2, and a
+	// mistyped store fails the same way again (it exited 1, retried).
+	code, outText := runMain(t, args...)
+	if code != 2 || !strings.Contains(outText, "the bucket s3://hnoe/ does not exist") || !strings.Contains(outText, "create the bucket") {
+		t.Errorf("hone-train --out to a missing bucket: exit %d, want 2 naming the bucket and what to do:\n%s", code, outText)
+	}
 }
 
 // A pull that fails before training (the store's latest names a step it

@@ -704,7 +704,11 @@ type serveDeployment struct {
 			Spec struct {
 				TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds"`
 				Containers                    []struct {
-					Args           []string `json:"args"`
+					Args         []string `json:"args"`
+					StartupProbe struct {
+						PeriodSeconds    int64 `json:"periodSeconds"`
+						FailureThreshold int64 `json:"failureThreshold"`
+					} `json:"startupProbe"`
 					ReadinessProbe struct {
 						HTTPGet struct {
 							Path string `json:"path"`
@@ -753,4 +757,29 @@ func retriedTemplates(t *testing.T) []retriedTemplate {
 		}
 	}
 	return out
+}
+
+// TestServeFirstPollWithinStartupProbe: serve.yaml's hone-serve pulls the
+// store's newest steps before it listens, each run's pull abandoned after
+// --poll-timeout; with its default (10m) as long as the startup probe's
+// whole budget (60 × 10 s), a stalled store had the kubelet kill the pod
+// as "Startup probe failed" about when hone-serve would have said why
+// itself. The poll's deadline leaves the base model's load most of the
+// budget.
+func TestServeFirstPollWithinStartupProbe(t *testing.T) {
+	c := readServeDeployment(t).Spec.Template.Spec.Containers[0]
+	budget := time.Duration(c.StartupProbe.PeriodSeconds*c.StartupProbe.FailureThreshold) * time.Second
+	var timeout time.Duration
+	for _, a := range c.Args {
+		if v, ok := strings.CutPrefix(a, "--poll-timeout="); ok {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				t.Fatalf("serve.yaml: %s: %v", a, err)
+			}
+			timeout = d
+		}
+	}
+	if timeout == 0 || timeout > budget/2 {
+		t.Errorf("serve.yaml: --poll-timeout %v, want one set and within half the startup probe's %v (the base model loads in the rest)", timeout, budget)
+	}
 }

@@ -71,6 +71,17 @@ func (c *buckets) takeListed(name string) (listedObject, bool) {
 	return o, ok
 }
 
+// peekListed is takeListed that leaves what it returns for the Open.
+func (c *buckets) peekListed(name string) (listedObject, bool) {
+	if c == nil {
+		return listedObject{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o, ok := c.listed[name]
+	return o, ok
+}
+
 // get returns n's bucket and the function that releases it (safe to call
 // twice). After Close it opens one bucket per call again, as without a
 // cache, so a set still opens its files after its Close.

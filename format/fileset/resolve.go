@@ -309,6 +309,17 @@ func (s *Set) Info(ctx context.Context, i int) (FileInfo, error) {
 	return FileInfo{}, argErrorf(s.names[i], "was read before; its name is not statted again")
 }
 
+// Listed is what the listing that made the set (ListSet) said of its
+// i-th object, size and time, before it is read: no request of its own,
+// where Info asks the store (a HEAD). A file the listing said nothing of
+// (a local one, or one read since) is statted as Info does.
+func (s *Set) Listed(ctx context.Context, i int) (FileInfo, error) {
+	if o, ok := s.buckets.peekListed(s.names[i]); ok {
+		return FileInfo{Size: o.Size, ModTime: o.ModTime}, nil
+	}
+	return s.Info(ctx, i)
+}
+
 // ReadFile reads the i-th input whole (see the function ReadFile).
 func (s *Set) ReadFile(ctx context.Context, i int) ([]byte, error) {
 	if name := s.names[i]; s.held == nil && s.spools[name] == "" && name != Stdin {

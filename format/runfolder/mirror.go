@@ -421,7 +421,7 @@ func Pull(ctx context.Context, remoteRun, localRun string, o PullOptions) ([]int
 	// highest step folder for current, and that is the remote latest from
 	// the first rename on, never an older step still being copied.
 	for _, s := range slices.Backward(steps) {
-		if rec.holds(localRun, s.Name, o.Skip) {
+		if rec.holds(ctx, fileset.Join(remoteRun, s.Name), localRun, s.Name, o.Skip) {
 			done = append(done, s.N)
 			continue
 		}
@@ -468,8 +468,10 @@ func Pull(ctx context.Context, remoteRun, localRun string, o PullOptions) ([]int
 // downloaded them all again, so a run whose new steps took longer than
 // the deadline to download was never pulled. Only steps this record names
 // are taken as whole: a step folder there otherwise (a trainer killed
-// between saving a step and moving latest) may not be the store's step.
-// It starts with "." so that Publish passes over it.
+// between saving a step and moving latest) may not be the store's step;
+// and only while the store lists the step's files as they were copied: a
+// store rolled back by hand and trained on again holds other files under
+// the step's name. It starts with "." so that Publish passes over it.
 const pulledName = ".pulled.json"
 
 // pulledRecord is the contents of pulledName.
@@ -488,8 +490,26 @@ type pulledStep struct {
 	// Files were copied; Skipped were listed and left out by
 	// PullOptions.Skip, so a pull that skips less (a trainer's, which
 	// needs the optimizer state) does not take the folder as whole.
-	Files   []string `json:"files"`
-	Skipped []string `json:"skipped,omitempty"`
+	Files   []pulledFile `json:"files"`
+	Skipped []string     `json:"skipped,omitempty"`
+}
+
+// pulledFile is a file Pull copied, and what the store's listing said of
+// it before it was read (size and time; a local store's file also its
+// inode): a step published again under its name (a store rolled back by
+// hand, trained on again) lists another time, to the second, never the
+// one of a retrained file, and mostly another size.
+type pulledFile struct {
+	Name    string    `json:"name"`
+	Size    int64     `json:"size"`
+	ModTime time.Time `json:"mod_time"`
+	ID      string    `json:"id,omitempty"`
+}
+
+// sameAs reports whether the store's file, as listed now, is the one
+// copied.
+func (f pulledFile) sameAs(fi fileset.FileInfo) bool {
+	return f.Size == fi.Size && f.ModTime.Equal(fi.ModTime) && f.ID == fi.ID
 }
 
 // readPulled reads localRun's pulledName, empty where there is none, it
@@ -516,8 +536,11 @@ func readPulled(localRun string, from int) (*pulledRecord, error) {
 }
 
 // holds reports whether the record names step name, pulled with the
-// files skip leaves out now, and localRun holds each file copied.
-func (r *pulledRecord) holds(localRun, name string, skip func(string) bool) bool {
+// files skip leaves out now, localRun holds each file copied, and the
+// store's step folder src lists the files copied as they were (one
+// listing, no download; a listing that fails is "no": the step is
+// pulled, and fails there if it must).
+func (r *pulledRecord) holds(ctx context.Context, src, localRun, name string, skip func(string) bool) bool {
 	i := slices.IndexFunc(r.Steps, func(p pulledStep) bool { return p.Name == name })
 	if i < 0 {
 		return false
@@ -529,14 +552,41 @@ func (r *pulledRecord) holds(localRun, name string, skip func(string) bool) bool
 		}
 	}
 	for _, f := range p.Files {
-		if skip != nil && skip(f) {
+		if skip != nil && skip(f.Name) {
 			return false
 		}
-		if st, err := os.Stat(filepath.Join(localRun, name, f)); err != nil || !st.Mode().IsRegular() {
+		if st, err := os.Stat(filepath.Join(localRun, name, f.Name)); err != nil || !st.Mode().IsRegular() {
 			return false
 		}
 	}
-	return true
+	return r.storeHolds(ctx, src, p, skip)
+}
+
+// storeHolds reports whether the store's step folder src lists the files
+// of p as they were copied, and no other that skip does not name.
+func (r *pulledRecord) storeHolds(ctx context.Context, src string, p pulledStep, skip func(string) bool) bool {
+	set, err := fileset.ListSet(ctx, src, "")
+	if err != nil {
+		return false
+	}
+	defer set.Close()
+	matched := 0
+	for i := range set.Len() {
+		base := baseName(set.Name(i))
+		if skip != nil && skip(base) {
+			continue
+		}
+		j := slices.IndexFunc(p.Files, func(f pulledFile) bool { return f.Name == base })
+		if j < 0 {
+			return false
+		}
+		fi, err := set.Listed(ctx, i)
+		if err != nil || !p.Files[j].sameAs(fi) {
+			return false
+		}
+		matched++
+	}
+	return matched == len(p.Files)
 }
 
 // add records step p, renamed into place in localRun, atomically.
@@ -595,7 +645,7 @@ func pullStep(ctx context.Context, src, dst string, skip func(string) bool) (pul
 		return got, err
 	}
 	for _, f := range files {
-		got.Files = append(got.Files, f.name)
+		got.Files = append(got.Files, pulledFile{Name: f.name, Size: f.info.Size, ModTime: f.info.ModTime, ID: f.info.ID})
 	}
 	return got, os.Rename(tmp, dst)
 }
@@ -630,10 +680,12 @@ func copyFiles(ctx context.Context, src, dst string, skip func(string) bool) err
 // fileset.Join takes it.
 func baseName(n string) string { return fileset.Base(n) }
 
-// namedFile is a file's base name and contents.
+// namedFile is a file's base name and contents, and what the listing
+// said of it before it was read (fileset.Set.Listed).
 type namedFile struct {
 	name string
 	data []byte
+	info fileset.FileInfo
 }
 
 // readFiles reads the regular files directly in the folder src (not
@@ -653,11 +705,18 @@ func readFiles(ctx context.Context, src string, skip func(string) bool) (files [
 		if skip != nil && skip(base) {
 			continue
 		}
+		// Before the read, which takes what the listing said: a file
+		// replaced in between is recorded as older than it is, so not
+		// taken as copied (pulledFile), never the other way round.
+		info, err := set.Listed(ctx, i)
+		if err != nil {
+			return nil, 0, err
+		}
 		b, err := set.ReadFile(ctx, i)
 		if err != nil {
 			return nil, 0, err
 		}
-		out = append(out, namedFile{base, b})
+		out = append(out, namedFile{base, b, info})
 	}
 	return out, set.Len(), nil
 }

@@ -52,7 +52,8 @@ skip or mark, a judge that failed every group: the output is still written;
 under any policy, a judge answering 401, 403 or 404, or a web page rather
 than JSON, before it answered any call: nothing is written),
 2 bad usage or bad input, 130 interrupted (groups finished before the stop
-are kept). Where -o names an input (re-scoring in place), an interrupted run
+are kept). Where -o names an input (re-scoring in place; an object counts as
+named whatever its URL's query says but for another endpoint), an interrupted run
 or a judge that failed every group leaves that file as it was (the summary
 counting 0 rows written), and --on-judge-error skip with a ruler scorer, or
 --shard i/n, is refused (exit 2: the groups they leave out would be lost;

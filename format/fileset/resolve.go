@@ -530,15 +530,21 @@ func fileKey(name string) string {
 
 // SameFile reports whether a and b name one file however each is spelled
 // (fileKey: "./in/a.parquet", an absolute path, a file:// URL, a symbolic
-// link; an object's URL as the store takes its key), or are hard links of
-// one local file. A stage asks it before writing over one of its inputs.
-// Stdin is no file: it is the same as nothing.
+// link), are hard links of one local file, or may name one object
+// (sameObject: its query aside but for the store it names). A stage asks
+// it before writing over one of its inputs. Stdin is no file: it is the
+// same as nothing.
 func SameFile(a, b string) bool {
 	if a == Stdin || b == Stdin {
 		return false
 	}
 	if fileKey(a) == fileKey(b) {
 		return true
+	}
+	if IsURL(a) && IsURL(b) {
+		if same, ok := sameObject(a, b); ok {
+			return same
+		}
 	}
 	pa, errA := LocalPath(a)
 	pb, errB := LocalPath(b)

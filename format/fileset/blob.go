@@ -165,11 +165,13 @@ func (n blobName) open(ctx context.Context, name string) (*blob.Bucket, error) {
 }
 
 // blobErr makes err name the URL as a message shows it (DisplayName: no
-// bucket query), and makes an absent object match fs.ErrNotExist and a
-// refused one fs.ErrPermission, as local files do.
+// bucket query), makes an absent object match fs.ErrNotExist and a
+// refused one fs.ErrPermission, as local files do, and adds what to set
+// where the SDK's words do not say it (storeHint).
 func blobErr(name string, err error) error {
 	// The driver's error may quote the endpoint, password and all (its
 	// own "failed to parse endpoint URL" of one it cannot parse).
+	hint := storeHint(name, err)
 	err = maskErr(name, err)
 	name = DisplayName(name)
 	switch gcerrors.Code(err) {
@@ -178,7 +180,7 @@ func blobErr(name string, err error) error {
 	case gcerrors.PermissionDenied:
 		return fmt.Errorf("%s: %w (%w)", name, fs.ErrPermission, err)
 	}
-	return fmt.Errorf("%s: %w", name, err)
+	return fmt.Errorf("%s: %w%s", name, err, hint)
 }
 
 // objectErr is blobErr for the error of a request about the object

@@ -52,7 +52,9 @@
 // reading it: its size, modification time and, in an object store, ETag
 // (of a local file, its device and inode). Errors that blame an argument match
 // ErrBadArgument; others come from the operating system, the store or the
-// context; an absent file or object matches fs.ErrNotExist, and one in a
+// context (the store's, where its SDK does not say what to set — no
+// keys, no endpoint, no use_path_style — saying it); an absent file or
+// object matches fs.ErrNotExist, and one in a
 // bucket the store does not have says so, naming the bucket, and matches
 // ErrNoBucket too. In an object-store URL a run of "/" is one, and a
 // leading one is dropped: s3://b/p/, s3://b/p// and s3://b//p/ name the

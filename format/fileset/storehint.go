@@ -1,0 +1,43 @@
+package fileset
+
+import (
+	"errors"
+	"net"
+	"net/url"
+	"strings"
+)
+
+// storeHint is what to do about err, an error of the store at the
+// object-store URL name, where the store's SDK words it so that it does
+// not say (a first run against MinIO without an endpoint, or without
+// keys): "; …" to put after the error, or "". It names hosts, parameters
+// and variables, never a value of the URL's query, so it holds no secret.
+func storeHint(name string, err error) string {
+	u, perr := url.Parse(name)
+	if perr != nil || !strings.EqualFold(u.Scheme, "s3") {
+		return ""
+	}
+	// The SDK's own words where its credential chain ran out: no keys in
+	// the environment or the shared files, and no instance role.
+	if strings.Contains(err.Error(), "no EC2 IMDS role found") {
+		return "; no credentials for S3 were found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE naming a profile in the shared config files (~/.aws/credentials), or run with an instance or workload identity (docs/cluster.md)"
+	}
+	var dns *net.DNSError
+	if !errors.As(err, &dns) || !dns.IsNotFound {
+		return ""
+	}
+	q := u.Query()
+	host := strings.ToLower(strings.TrimSuffix(dns.Name, "."))
+	switch {
+	case q.Get("endpoint") == "" && (strings.HasSuffix(host, ".amazonaws.com") || strings.HasSuffix(host, ".amazonaws.com.cn")):
+		// No endpoint given anywhere: the SDK asked AWS for a bucket
+		// that lives elsewhere.
+		return "; the URL gives no endpoint, so the bucket was looked for on AWS (" + host + "): for another S3 store (MinIO, Ceph, R2…) name it in the URL's query, e.g. ?endpoint=http://minio:9000&use_path_style=true&disable_https=true&region=us-east-1, or set AWS_ENDPOINT_URL_S3 (docs/cluster.md)"
+	case strings.HasPrefix(host, strings.ToLower(u.Host)+".") && q.Get("use_path_style") != "true":
+		// Virtual-hosted style: the SDK put the bucket in front of the
+		// endpoint's host, which a store such as MinIO does not serve.
+		return "; the bucket was put in front of the endpoint's host name (" + host + "), which a store such as MinIO does not serve: add use_path_style=true to the URL's query (docs/cluster.md)"
+	default:
+		return "; the store's host " + host + " does not resolve: check the endpoint (the URL's endpoint parameter, or AWS_ENDPOINT_URL_S3)"
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -72,6 +73,13 @@ func Open(ctx context.Context, o Options) (*Env, error) {
 		return nil, stageerr.Usagef("mcp: give a command or a URL, not both")
 	case len(o.Command) == 0 && o.URL == "":
 		return nil, stageerr.Usagef("mcp: needs --env-opt cmd='SERVER ARGS' or --env-opt url=http://...")
+	}
+	if o.URL != "" {
+		// A URL without its scheme (localhost:3000/mcp) otherwise reaches
+		// the transport and reads as a server out of reach (exit 1).
+		if u, err := url.Parse(o.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, stageerr.Usagef("mcp: url %q: want an http:// or https:// URL, e.g. http://localhost:3000/mcp", o.URL)
+		}
 	}
 	e := &Env{opts: o, group: procgroup.SetFrom(ctx), tasks: o.Tasks, system: o.System}
 	if e.system == "" {

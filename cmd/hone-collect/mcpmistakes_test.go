@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,6 +26,40 @@ func TestMCPURLWithoutScheme(t *testing.T) {
 		r := collectBin(t, args...)
 		if r.code != 2 || !strings.Contains(r.stderr, "want an http:// or https:// URL") || strings.Contains(r.stderr, "unsupported protocol scheme") {
 			t.Errorf("%q: exit %d, want 2 naming the URL form: %s", args, r.code, r.stderr)
+		}
+	}
+}
+
+// TestMCPTaskMissing: a task line without "task" (docs/mcp-env.md: "only
+// task is required") failed its episode with `payload needs {"task": ...}
+// (<nil>)`, a nil error printed into the message. It must name the
+// scenario and what is missing, and nothing nil.
+func TestMCPTaskMissing(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "tasks.jsonl")
+	lines := `{"id":"no-task","environment":"mcp","payload":{"answer":"Paris"}}` + "\n" +
+		`{"id":"not-object","environment":"mcp","payload":"What is the capital of France?"}` + "\n"
+	if err := os.WriteFile(file, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	server, err := filepath.Abs("../../pipelines/mcp-env-example/server.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "o.parquet")
+	r := collectBin(t, "--scenarios", file, "--env-opt", "cmd=python3 "+server, "-G", "1", "--policy", "scripted:replay", "-o", out)
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1 (every episode failed): %s", r.code, r.stderr)
+	}
+	want := map[string]string{
+		"no-task":    `scenario no-task: payload has no "task"`,
+		"not-object": `scenario not-object: payload: json: cannot unmarshal string`,
+	}
+	for _, g := range read(t, out) {
+		for _, tr := range g.Trajectories {
+			if !strings.Contains(tr.Error, want[tr.ScenarioID]) || strings.Contains(tr.Error, "<nil>") {
+				t.Errorf("%s: error %q, want it to contain %q", tr.ScenarioID, tr.Error, want[tr.ScenarioID])
+			}
 		}
 	}
 }

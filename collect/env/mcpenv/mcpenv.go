@@ -227,8 +227,11 @@ type Payload struct {
 // NewEpisode implements env.Env.
 func (e *Env) NewEpisode(ctx context.Context, sc env.Scenario, _ int64) (env.Episode, error) {
 	var p Payload
-	if err := json.Unmarshal(sc.Payload, &p); err != nil || p.Task == "" {
-		return nil, fmt.Errorf("mcp: scenario %s: payload needs {\"task\": ...} (%v)", sc.ID, err)
+	if err := json.Unmarshal(sc.Payload, &p); err != nil {
+		return nil, fmt.Errorf("mcp: scenario %s: payload: %w (want {\"task\": \"...\", \"answer\": \"...\"})", sc.ID, err)
+	}
+	if p.Task == "" {
+		return nil, fmt.Errorf("mcp: scenario %s: payload has no \"task\" (want {\"task\": \"...\", \"answer\": \"...\"}; only task is required)", sc.ID)
 	}
 	// The episode keeps the server it starts on: one lost meanwhile fails
 	// it rather than a new server seeing its calls from the middle on.

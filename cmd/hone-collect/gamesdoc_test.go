@@ -1,0 +1,107 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// gamesSetting returns the meaning column of docs/games.md's settings
+// table row for env and key.
+func gamesSetting(t *testing.T, page, env, key string) string {
+	t.Helper()
+	for _, ln := range strings.Split(page, "\n") {
+		cells := strings.Split(ln, "|")
+		if len(cells) == 5 && strings.TrimSpace(cells[1]) == "`"+env+"`" && strings.TrimSpace(cells[2]) == "`"+key+"`" {
+			return cells[3]
+		}
+	}
+	t.Fatalf("docs/games.md: no settings row for %s %s", env, key)
+	return ""
+}
+
+// gamesDefault reads the number after "default" in a settings row's text
+// that follows after (the first "(default N" when after is "").
+func gamesDefault(t *testing.T, meaning, after string) int {
+	t.Helper()
+	m := regexp.MustCompile(regexp.QuoteMeta(after) + `[^0-9]{0,12}\(default (\d+)`).FindStringSubmatch(meaning)
+	if m == nil {
+		t.Fatalf("docs/games.md: %q names no default after %q", meaning, after)
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+// TestDocGamesDefaults runs each game with no --env-opt and no
+// --max-turns, as a reader trying the page's settings does, and holds the
+// settings table's defaults to what the rows record. The page said only
+// "max-moves … default 100; --max-turns cuts too": a plain 2048 run was cut
+// at --max-turns' default 32, a third of the length the page promised.
+func TestDocGamesDefaults(t *testing.T) {
+	b, err := os.ReadFile("../../docs/games.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	dir := t.TempDir()
+
+	out := filepath.Join(dir, "2048.parquet")
+	if r := collectBin(t, "--env", "2048", "--groups", "2", "-G", "1", "--policy", "scripted:greedy", "-o", out); r.code != 0 {
+		t.Fatalf("2048: exit %d: %s", r.code, r.stderr)
+	}
+	target := gamesDefault(t, gamesSetting(t, page, "2048", "target"), "")
+	maxMoves := gamesSetting(t, page, "2048", "max-moves")
+	for _, tr := range docRows(t, out) {
+		var p struct {
+			Target   int `json:"target"`
+			MaxMoves int `json:"max_moves"`
+		}
+		if err := json.Unmarshal([]byte(tr.Payload), &p); err != nil {
+			t.Fatalf("%s: payload %q: %v", tr.ScenarioID, tr.Payload, err)
+		}
+		if p.Target != target || p.MaxMoves != gamesDefault(t, maxMoves, "") {
+			t.Errorf("%s: payload %s; the page says target %d, max-moves %q", tr.ScenarioID, tr.Payload, target, maxMoves)
+		}
+		// A default game is cut by --max-turns: the row must say after how
+		// many moves.
+		if cut := gamesDefault(t, maxMoves, "`--max-turns`"); tr.Metrics["truncated"] != 1 || tr.Metrics["moves"] != float64(cut) {
+			t.Errorf("%s: %v moves (truncated %v); the page's max-moves row says a default run is cut at %d", tr.ScenarioID, tr.Metrics["moves"], tr.Metrics["truncated"], cut)
+		}
+		// reward=hone (the default): min(1, log2 m / log2 T).
+		want := math.Min(1, math.Log2(tr.Metrics["max_tile"])/math.Log2(float64(target)))
+		if tr.Reward == nil || math.Abs(*tr.Reward-want) > 1e-12 {
+			t.Errorf("%s: reward %v, want reward=hone's %v", tr.ScenarioID, docReward(tr.Reward), want)
+		}
+	}
+
+	out = filepath.Join(dir, "ttt.parquet")
+	if r := collectBin(t, "--env", "tictactoe", "--groups", "4", "-G", "1", "--policy", "scripted:minimax", "-o", out); r.code != 0 {
+		t.Fatalf("tictactoe: exit %d: %s", r.code, r.stderr)
+	}
+	opp := regexp.MustCompile("`(\\w+)` \\(default\\)").FindStringSubmatch(gamesSetting(t, page, "tictactoe", "opponent"))
+	if opp == nil || !strings.Contains(gamesSetting(t, page, "tictactoe", "threat-start"), "0 (default)") {
+		t.Fatal("docs/games.md: the tictactoe rows name no default opponent or threat-start 0")
+	}
+	for _, tr := range docRows(t, out) {
+		var p struct {
+			Opponent string `json:"opponent"`
+			Start    string `json:"start"`
+		}
+		if err := json.Unmarshal([]byte(tr.Payload), &p); err != nil || p.Opponent != opp[1] || p.Start != "" {
+			t.Errorf("%s: payload %s, want opponent %s from the empty board (%v)", tr.ScenarioID, tr.Payload, opp[1], err)
+		}
+	}
+}
+
+// docReward shows a row's reward, or "none" for a failed row's nil.
+func docReward(r *float64) string {
+	if r == nil {
+		return "none"
+	}
+	return strconv.FormatFloat(*r, 'g', -1, 64)
+}

@@ -82,10 +82,10 @@ func newEnv(ctx context.Context, name string, opts map[string]string) (env.Env, 
 			if err := checkReward(reward); err != nil {
 				return nil, err
 			}
-			if target < 4 || target&(target-1) != 0 {
+			if target < 4 || target > game2048.MaxTarget || target&(target-1) != 0 {
 				// Every episode would fail on it (game2048 refuses the
 				// scenario): refused at once instead.
-				return nil, stageerr.Usagef("option target=%d: want a power of two ≥ 4 (a tile the game can make)", target)
+				return nil, stageerr.Usagef("option target=%d: want a power of two from 4 to %d (a tile a 4×4 board can make)", target, game2048.MaxTarget)
 			}
 			g := game2048.New(target, maxMoves)
 			g.Reward = reward

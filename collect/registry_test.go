@@ -153,7 +153,7 @@ func TestThreatStartOption(t *testing.T) {
 // TestCountOptionsRefused: a count option of zero or less (guess's n and
 // turns, 2048's target and max-moves) is refused when the environment is
 // built, naming it, rather than quietly replaced by its default; and a
-// 2048 target no tile can be (not a power of two ≥ 4) too, where every
+// 2048 target no tile can be (not a power of two from 4 to 131072) too, where every
 // episode would otherwise fail on it.
 func TestCountOptionsRefused(t *testing.T) {
 	for _, c := range []struct{ env, key, val, want string }{
@@ -161,8 +161,8 @@ func TestCountOptionsRefused(t *testing.T) {
 		{"guess", "turns", "0", "option turns=0: want a positive integer"},
 		{"2048", "max-moves", "0", "option max-moves=0: want a positive integer"},
 		{"2048", "target", "0", "option target=0: want a positive integer"},
-		{"2048", "target", "100", "option target=100: want a power of two ≥ 4"},
-		{"2048", "target", "2", "option target=2: want a power of two ≥ 4"},
+		{"2048", "target", "100", "option target=100: want a power of two from 4 to 131072"},
+		{"2048", "target", "2", "option target=2: want a power of two from 4 to 131072"},
 	} {
 		_, err := collect.NewEnv(context.Background(), c.env, map[string]string{c.key: c.val})
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -105,3 +105,28 @@ func docReward(r *float64) string {
 	}
 	return strconv.FormatFloat(*r, 'g', -1, 64)
 }
+
+// TestGames2048TargetBeyondBoard: a 4×4 board holds no tile above 131072
+// (2^17, with a 4 spawned last), yet target=262144 and up were accepted
+// as "a power of two ≥ 4 (a tile the game can make)" and every game ran
+// to its cut with the win out of reach. Refused now, exit 2, naming the
+// largest target; docs/games.md's target row names it too.
+func TestGames2048TargetBeyondBoard(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "o.parquet")
+	for _, target := range []string{"262144", "4611686018427387904"} {
+		r := collectBin(t, "--env", "2048", "--env-opt", "target="+target, "--groups", "1", "-G", "1", "--policy", "scripted:greedy", "-o", out)
+		if r.code != 2 || !strings.Contains(r.stderr, "from 4 to 131072") {
+			t.Errorf("target=%s: exit %d, want 2 naming the largest target: %s", target, r.code, r.stderr)
+		}
+	}
+	if r := collectBin(t, "--env", "2048", "--env-opt", "target=131072", "--env-opt", "max-moves=3", "--groups", "1", "-G", "1", "--policy", "scripted:greedy", "-o", out); r.code != 0 {
+		t.Errorf("target=131072: exit %d: %s", r.code, r.stderr)
+	}
+	b, err := os.ReadFile("../../docs/games.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row := gamesSetting(t, string(b), "2048", "target"); !strings.Contains(row, "131072") {
+		t.Errorf("docs/games.md's target row %q does not name the largest target, 131072", row)
+	}
+}

@@ -58,6 +58,11 @@ func ARTReward(board [16]int, target int) float64 {
 }
 
 // New returns the environment with defaults for zero values.
+// MaxTarget is the largest tile a 4×4 board can hold, 2^17: fifteen
+// cells holding 4 to 65536 and a 4 spawned in the last one merge into it.
+// A larger target could never be reached.
+const MaxTarget = 1 << 17
+
 func New(target, maxMoves int) *Env {
 	if target <= 0 {
 		target = 64
@@ -242,8 +247,8 @@ func (e *Env) NewEpisode(_ context.Context, sc env.Scenario, _ int64) (env.Episo
 			return nil, fmt.Errorf("2048: scenario %s: payload: %w", sc.ID, err)
 		}
 	}
-	if p.Target < 4 || p.Target&(p.Target-1) != 0 {
-		return nil, fmt.Errorf("2048: scenario %s: target %d is not a power of two ≥ 4", sc.ID, p.Target)
+	if p.Target < 4 || p.Target > MaxTarget || p.Target&(p.Target-1) != 0 {
+		return nil, fmt.Errorf("2048: scenario %s: target %d is not a power of two from 4 to %d", sc.ID, p.Target, MaxTarget)
 	}
 	if p.MaxMoves <= 0 {
 		p.MaxMoves = e.MaxMoves

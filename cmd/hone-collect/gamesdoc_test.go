@@ -130,3 +130,38 @@ func TestGames2048TargetBeyondBoard(t *testing.T) {
 		t.Errorf("docs/games.md's target row %q does not name the largest target, 131072", row)
 	}
 }
+
+// TestDocGamesScriptedPolicies: each game's section of docs/games.md names
+// every scripted policy the game has. The 2048 section named none (its
+// example's `greedy` aside), so `random` could only be found by a typo's
+// refusal.
+func TestDocGamesScriptedPolicies(t *testing.T) {
+	b, err := os.ReadFile("../../docs/games.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	section := func(from, to string) string {
+		i, j := strings.Index(page, from), strings.Index(page, to)
+		if i < 0 || j < i {
+			t.Fatalf("docs/games.md: no section from %q to %q", from, to)
+		}
+		return page[i:j]
+	}
+	sections := map[string]string{
+		"tictactoe": section("**tic-tac-toe.**", "**2048.**"),
+		"2048":      section("**2048.**", "## Where the games differ"),
+	}
+	for env, text := range sections {
+		r := collectBin(t, "--env", env, "--groups", "1", "--policy", "scripted:nonesuch", "-o", filepath.Join(t.TempDir(), "o.parquet"))
+		m := regexp.MustCompile(`\(have \[([^\]]*)\]\)`).FindStringSubmatch(r.stderr)
+		if r.code != 2 || m == nil {
+			t.Fatalf("%s: exit %d, want 2 listing the policies: %s", env, r.code, r.stderr)
+		}
+		for _, name := range strings.Fields(m[1]) {
+			if !strings.Contains(text, "`"+name+"`") {
+				t.Errorf("docs/games.md's %s section does not name its scripted policy `%s`", env, name)
+			}
+		}
+	}
+}

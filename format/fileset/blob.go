@@ -180,6 +180,9 @@ func blobErr(name string, err error) error {
 	case gcerrors.PermissionDenied:
 		return fmt.Errorf("%s: %w (%w)", name, fs.ErrPermission, err)
 	}
+	if noCredentials(err) {
+		err = noCredentialsError{err}
+	}
 	return fmt.Errorf("%s: %w%s", name, err, hint)
 }
 

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
 )
 
 // Join appends path elements to a folder name, a local path or a URL: a
@@ -228,21 +231,37 @@ func CheckBucket(ctx context.Context, name string) error {
 	return checkStoreName(ctx, name, false)
 }
 
-// CheckOutputObject refuses, for an object-store URL, an output name that
-// is a folder there: objects are under NAME/ (an object NAME beside them,
-// left by such a run, does not make it less of one). A
-// local folder cannot be written as a file (Create says "is a
-// directory"); an object beside a folder can, and was: -o s3://b/round,
-// meant as the folder of a sharded stage's parts, wrote one object
-// "round" that no folder input reads, which every shard replaced. Nil for
-// a local name, and where the store cannot be asked (the upload will
-// meet that failure). It checks the bucket first, as CheckBucket does, on
-// the same client: one connection for both questions, not one each.
+// CheckOutputObject checks, for an object-store URL, that name can be
+// an output, before the stage's work: an object is uploaded only when the
+// output is committed, at the end of a run, and a store that would
+// refuse it then (no bucket, no keys, credentials that may only read, a
+// host that does not resolve) let the whole run be paid for (every model
+// or judge call) first. It refuses
+//
+//   - a bucket the store says it does not have (as CheckBucket does);
+//   - a name that is a folder there: objects are under NAME/ (an object
+//     NAME beside them, left by such a run, does not make it less of
+//     one). A local folder cannot be written as a file (Create says "is a
+//     directory"); an object beside a folder can, and was: -o
+//     s3://b/round, meant as the folder of a sharded stage's parts, wrote
+//     one object "round" that no folder input reads, which every shard
+//     replaced;
+//   - a store that does not take a write: a small temporary object is
+//     written beside name and deleted, as a local output's temporary file
+//     is made beside it at Create.
+//
+// The store's error comes back as any other (with what to set, where its
+// SDK does not say: ErrNoCredentials for no keys), but a bucket or
+// listing this writer may not read is passed over: a writer allowed to
+// put objects only is a working output, which the write tells. The probe's
+// delete is best effort for the same reason (a put-only writer may not
+// delete); its name starts with "." and marks it temporary, so folder
+// inputs pass over it. All of it on one client. Nil for a local name.
 func CheckOutputObject(ctx context.Context, name string) error {
 	return checkStoreName(ctx, name, true)
 }
 
-// checkStoreName is CheckBucket, and CheckOutputObject's folder check too
+// checkStoreName is CheckBucket, and CheckOutputObject's further checks
 // when output is set, on one client.
 func checkStoreName(ctx context.Context, name string, output bool) error {
 	st, err := storeFor(name)
@@ -258,15 +277,37 @@ func checkStoreName(ctx context.Context, name string, output bool) error {
 		return err
 	}
 	defer release()
-	if there, err := b.IsAccessible(ctx); err == nil && !there {
+	there, err := b.IsAccessible(ctx)
+	if err == nil && !there {
 		return &ArgError{Arg: name, query: true, Err: &noBucketError{bucket: n.prefix}}
 	}
-	if !output || n.isDir() {
+	if !output {
+		return nil
+	}
+	if err != nil && gcerrors.Code(err) != gcerrors.PermissionDenied {
+		return blobErr(name, err)
+	}
+	if n.isDir() {
 		return nil
 	}
 	objs, _, err := b.ListPage(ctx, blob.FirstPageToken, 1, &blob.ListOptions{Prefix: n.key + "/"})
-	if err == nil && len(objs) > 0 {
+	if err != nil && gcerrors.Code(err) != gcerrors.PermissionDenied {
+		return blobErr(name, err)
+	}
+	if len(objs) > 0 {
 		return argErrorf(name, "is a folder (objects are under %s/); name an object, or end the name with / for the parts of a sharded stage", DisplayName(name))
 	}
+	return checkWrite(ctx, b, name, n)
+}
+
+// checkWrite writes a small temporary object beside n's key and deletes
+// it, as CheckOutputObject says.
+func checkWrite(ctx context.Context, b *blob.Bucket, name string, n blobName) error {
+	dir, file := path.Split(n.key)
+	probe := fmt.Sprintf("%s.%s%swrite-check-%d-%d", dir, file, tempMark, os.Getpid(), time.Now().UnixNano())
+	if err := b.WriteAll(ctx, probe, []byte("hone: a check that an output can be written here; delete it\n"), nil); err != nil {
+		return fmt.Errorf("output cannot be written: %w", blobErr(name, err))
+	}
+	_ = b.Delete(ctx, probe)
 	return nil
 }

@@ -19,7 +19,7 @@ func storeHint(name string, err error) string {
 	}
 	// The SDK's own words where its credential chain ran out: no keys in
 	// the environment or the shared files, and no instance role.
-	if strings.Contains(err.Error(), "no EC2 IMDS role found") {
+	if noCredentials(err) {
 		return "; no credentials for S3 were found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE naming a profile in the shared config files (~/.aws/credentials), or run with an instance or workload identity (docs/cluster.md)"
 	}
 	var dns *net.DNSError
@@ -41,3 +41,22 @@ func storeHint(name string, err error) string {
 		return "; the store's host " + host + " does not resolve: check the endpoint (the URL's endpoint parameter, or AWS_ENDPOINT_URL_S3)"
 	}
 }
+
+// ErrNoCredentials is matched by an error of an S3 store that found no
+// credentials to sign with (no keys in the environment or the shared
+// files, no instance role): what to set, bad input as a missing bucket is,
+// not a failure that a retry of the same call may get past.
+var ErrNoCredentials = errors.New("no credentials for the store")
+
+// noCredentials reports whether err is the SDK's, where its credential
+// chain ran out.
+func noCredentials(err error) bool {
+	return strings.Contains(err.Error(), "no EC2 IMDS role found")
+}
+
+// noCredentialsError is a store's error that matches ErrNoCredentials.
+type noCredentialsError struct{ err error }
+
+func (e noCredentialsError) Error() string        { return e.err.Error() }
+func (e noCredentialsError) Unwrap() error        { return e.err }
+func (e noCredentialsError) Is(target error) bool { return target == ErrNoCredentials }

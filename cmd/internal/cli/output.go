@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/hone-rl/hone/format/fileset"
 )
@@ -37,8 +38,24 @@ type Output struct {
 // OpenOutput opens path per ChooseOutput, with stdout checked by IsTerminal.
 // A path that cannot be an output (a directory, an unknown URL scheme) is a
 // usage error; missing parent folders are made (fileset.Create), as the
-// README says of -o. ctx ends a wait for a FIFO's reader.
+// README says of -o. An object-store output is checked first
+// (fileset.CheckOutputObject, within OutputCheckTimeout): a missing
+// bucket or a name that is a folder there is a usage error, no keys bad
+// input (both exit 2), any other refusal of the store an error (exit 1).
+// ctx ends a wait for a FIFO's reader.
 func OpenOutput(ctx context.Context, path string, stdout io.Writer, binary bool) (*Output, error) {
+	return openOutput(ctx, path, stdout, binary, OutputCheckTimeout)
+}
+
+// OutputCheckTimeout bounds the checks of an object-store output at
+// start (a few requests, each answered in well under a second by a store
+// that works): a store that takes the connection and never answers held
+// the stage's start for ever, before any of its work.
+const OutputCheckTimeout = 2 * time.Minute
+
+// openOutput is OpenOutput with the checks of an object-store output
+// bounded by checkTimeout.
+func openOutput(ctx context.Context, path string, stdout io.Writer, binary bool, checkTimeout time.Duration) (*Output, error) {
 	toStdout, err := ChooseOutput(path, IsTerminal(stdout), binary)
 	if err != nil {
 		return nil, err
@@ -47,13 +64,9 @@ func OpenOutput(ctx context.Context, path string, stdout io.Writer, binary bool)
 		buf := bufio.NewWriterSize(stdout, 1<<16)
 		return &Output{Name: Stdin, w: buf, buf: buf}, nil
 	}
-	// An object is uploaded at Commit, after the run: a missing bucket,
-	// or a name that is a folder there, is asked now, before the run's
-	// work.
-	if err := fileset.CheckOutputObject(ctx, path); err != nil {
-		if errors.Is(err, fileset.ErrBadArgument) {
-			return nil, Usage(fmt.Errorf("output %w", err))
-		}
+	// An object is uploaded at Commit, after the run: whether the store
+	// will take it is asked now, before the run's work.
+	if err := checkOutput(ctx, path, checkTimeout); err != nil {
 		return nil, err
 	}
 	// An object is uploaded by Commit, which a stage stopped by a signal
@@ -76,6 +89,27 @@ func OpenOutput(ctx context.Context, path string, stdout io.Writer, binary bool)
 	// effort: they hide from readers, so one left is no error.
 	_, _ = fileset.RemoveStaleTemps(path)
 	return &Output{Name: path, w: f, file: f}, nil
+}
+
+// checkOutput is fileset.CheckOutputObject under checkTimeout, its
+// error marked with the exit status it calls for.
+func checkOutput(ctx context.Context, path string, checkTimeout time.Duration) error {
+	cctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
+	err := fileset.CheckOutputObject(cctx, path)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, fileset.ErrBadArgument):
+		return Usage(fmt.Errorf("output %w", err))
+	case errors.Is(err, fileset.ErrNoCredentials):
+		return BadInputf("output %w", err)
+	case ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded):
+		// The store's own error is a request cut off, which does not
+		// say that the store stopped answering.
+		return fmt.Errorf("output %s: the store did not answer its checks within %v: %w", fileset.DisplayName(path), checkTimeout, err)
+	}
+	return err
 }
 
 // Write writes to the output.

@@ -53,7 +53,8 @@
 // (of a local file, its device and inode). Errors that blame an argument match
 // ErrBadArgument; others come from the operating system, the store or the
 // context (the store's, where its SDK does not say what to set — no
-// keys, no endpoint, no use_path_style — saying it); an absent file or
+// keys, no endpoint, no use_path_style — saying it; no keys matching
+// ErrNoCredentials); an absent file or
 // object matches fs.ErrNotExist, and one in a
 // bucket the store does not have says so, naming the bucket, and matches
 // ErrNoBucket too. In an object-store URL a run of "/" is one, and a

@@ -177,6 +177,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if _, err := cli.ChooseOutput(sf.Output, cli.IsTerminal(stdout), true); err != nil {
 		return err
 	}
+	// The scenarios are read whole before -o is written, but -o then
+	// replaces them: a JSON Lines file by Parquet trajectories (those of a
+	// run stopped early, or of one --shard, alone), an earlier round's
+	// Parquet by this round's rollouts.
+	if opts.Scenarios != "" && fileset.SameFile(sf.Output, opts.Scenarios) {
+		return cli.Usagef("-o %s names the --scenarios file: the trajectories would replace the scenarios; write them to another file", fileset.RedactURL(sf.Output))
+	}
 	warnOutputName(log, sf.Output)
 	if w := flagval.CredentialsNotSent("--base-url (or $OPENAI_BASE_URL)", opts.Model.BaseURL, "--api-key or $OPENAI_API_KEY"); w != "" {
 		log.Warn(w)

@@ -198,6 +198,11 @@ func checkStore(ctx context.Context, out, remote, shown string, timeout time.Dur
 			// round.yaml or cron.yaml), as for hone-serve's --adapters.
 			return cli.BadInputf("--out %s: %w; correct the URL or create the bucket", fileset.RedactURL(out), err)
 		}
+		if errors.Is(err, fileset.ErrNoCredentials) {
+			// Missing keys fail each retry the same way, as for the
+			// stages' -o (the error says what to set).
+			return cli.BadInputf("--out %s: %w", fileset.RedactURL(out), err)
+		}
 		return fmt.Errorf("--out %s: %w", fileset.RedactURL(out), err)
 	}
 	// Credentials that may only read failed only the publish at the end

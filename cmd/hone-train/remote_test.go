@@ -288,3 +288,20 @@ func TestSharedOutCacheLockedBeforePull(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestOutWithoutKeysExits2: --out in an object store with no keys to
+// reach it fails before training with exit 2 and what to set, as the
+// stages' -o does: it exited 1, which round.yaml's and cron.yaml's train
+// steps retry, to fail the same way.
+func TestOutWithoutKeysExits2(t *testing.T) {
+	s3 := fakes3d.StartTest(t, "hone")
+	t.Setenv("AWS_ACCESS_KEY_ID", "")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
+	dir := t.TempDir()
+	md := scoredFixture(t, dir, filepath.Join(dir, "s"), "a")
+	code, out := runMain(t, "grpo", "--model", md, "--out", s3.URL("hone", "adapters"), "--run", "r",
+		"--rank", "2", "--threads", "1", "--out-cache", filepath.Join(dir, "cache"), filepath.Join(dir, "s", "a.parquet"))
+	if code != 2 || !strings.Contains(out, "AWS_ACCESS_KEY_ID") || strings.Contains(out, "training done") {
+		t.Errorf("hone-train --out without keys: exit %d, want 2 before training, saying what to set:\n%s", code, out)
+	}
+}

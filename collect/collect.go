@@ -830,7 +830,7 @@ func loadScenarios(ctx context.Context, o *Options, scripted bool) (scs []env.Sc
 			// that crashes as it starts or a server out of reach is a
 			// failure of the run (exit 1), as hone-collect scenarios says
 			// of the same server.
-			return nil, fmt.Errorf("environment %s: %w", name, err)
+			return nil, inEnv(name, err)
 		}
 		// An MCP environment says in the run's log when a restarted
 		// server lists other tools.
@@ -1249,4 +1249,15 @@ func scriptedName(policy string, e env.Env) (string, bool) {
 		name = s.Policies()[0]
 	}
 	return name, true
+}
+
+// inEnv names the environment that failed to open. The packages behind
+// the environments begin their errors with their name, the environment's
+// ("tictactoe: opponent ..."), and naming it again read as two failures
+// ("environment tictactoe: tictactoe: ...").
+func inEnv(name string, err error) error {
+	if strings.HasPrefix(err.Error(), name+": ") {
+		return fmt.Errorf("environment %w", err)
+	}
+	return fmt.Errorf("environment %s: %w", name, err)
 }

@@ -169,7 +169,7 @@ func openStdio(ctx context.Context, cmd, dir string) (env.Env, error) {
 		return nil, stageerr.Usage(err)
 	}
 	if len(argv) == 0 {
-		return nil, stageerr.Usagef("stdio needs --env-opt cmd='PROGRAM ARGS...'")
+		return nil, stageerr.Usagef("needs --env-opt cmd='PROGRAM ARGS...'")
 	}
 	// Checked here: a working folder that is not there fails the start
 	// with the program's path ("fork/exec /usr/bin/python3: no such file or

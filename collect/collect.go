@@ -513,7 +513,8 @@ func (o *Options) prepare() (scripted bool, policyName string, err error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	if o.NewEnv == nil {
+	builtin := o.NewEnv == nil
+	if builtin {
 		o.NewEnv = NewEnv
 	}
 	if o.StartTimeout == 0 {
@@ -536,6 +537,16 @@ func (o *Options) prepare() (scripted bool, policyName string, err error) {
 	o.warnHeldOutSeed()
 	if scripted, policyName, err = parsePolicy(o.Policy); err != nil {
 		return false, "", err
+	}
+	// Checked before --model, as every usage error that needs no file
+	// is: the user who fixed the first met a misspelt --env-opt key only
+	// on the next try. With a scenario file the settings are checked as
+	// each environment opens: its scenarios may name their own, and then
+	// --env is never opened.
+	if builtin && o.Env != "" && o.Scenarios == "" {
+		if err := CheckEnvOpts(o.Env, o.EnvOpts); err != nil {
+			return false, "", inEnv(o.Env, err)
+		}
 	}
 	if !scripted && o.Model.Model == "" {
 		return false, "", stageerr.Usagef("--model is required unless --policy scripted")

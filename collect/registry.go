@@ -53,6 +53,25 @@ func notThere(err error) bool {
 }
 
 func newEnv(ctx context.Context, name string, opts map[string]string) (env.Env, error) {
+	open, err := planEnv(name, opts)
+	if err != nil {
+		return nil, err
+	}
+	return open(ctx)
+}
+
+// CheckEnvOpts refuses an unknown environment, an unknown --env-opt key
+// or a malformed value without opening anything (no program or server
+// started, no file read), so that Run refuses them with its other usage
+// errors, before those that need the environment.
+func CheckEnvOpts(name string, opts map[string]string) error {
+	_, err := planEnv(name, opts)
+	return err
+}
+
+// planEnv reads the settings of an environment and returns the function
+// that opens it.
+func planEnv(name string, opts map[string]string) (func(ctx context.Context) (env.Env, error), error) {
 	o := &settings{vals: opts}
 	var open func(ctx context.Context) (env.Env, error)
 	switch name {
@@ -112,7 +131,7 @@ func newEnv(ctx context.Context, name string, opts map[string]string) (env.Env, 
 	if err := o.check(); err != nil {
 		return nil, stageerr.Usage(err)
 	}
-	return open(ctx)
+	return open, nil
 }
 
 // checkReward refuses a game reward shape other than Hone's and ART's.

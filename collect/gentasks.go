@@ -122,7 +122,11 @@ func GenerateTasks(ctx context.Context, o TaskGenOptions) ([]env.Scenario, TaskG
 	if err != nil {
 		return nil, st, fmt.Errorf("generate tasks: %w", err)
 	}
-	m := NewModel(o.Model)
+	// The model is told the max_tokens sent, the default too, so that a
+	// refusal of it names its value (overLimit).
+	mo := o.Model
+	mo.MaxTokens = maxTokens
+	m := NewModel(mo)
 	var kept []writtenTask
 	seen := map[string]bool{}
 	for st.Calls < calls && len(kept) < o.N {
@@ -138,6 +142,13 @@ func GenerateTasks(ctx context.Context, o TaskGenOptions) ([]env.Scenario, TaskG
 		st.Calls++
 		msg, err := m.call(ctx, body)
 		if err != nil {
+			// The server's words name its own max_tokens, not the flag
+			// that sets it here.
+			if ce := (*callError)(nil); errors.As(err, &ce) {
+				if lerr := m.overLimit(ce); lerr != nil {
+					err = lerr
+				}
+			}
 			return nil, st, fmt.Errorf("generate tasks: call %d: %w", st.Calls, err)
 		}
 		tasks, err := parseTasks(msg.Content)

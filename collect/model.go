@@ -236,16 +236,25 @@ func (m *Model) firstCallStop(ce *callError) error {
 	if missingModel(ce) {
 		return m.notFound(ce)
 	}
-	if limit, over := m.maxTokensOver(ce); over != "" {
-		// Worded by the limit, not ErrMaxTokensOverCap's own text: "the
-		// server's cap" misnamed a model's context as the cause.
-		return &limitError{
-			msg: fmt.Sprintf("--max-tokens over %s: --max-tokens %d %s at %s, so every call is refused (%v); lower --max-tokens",
-				limit, m.o.MaxTokens, over, urlmask.Shown(orDefault(m.o.BaseURL, openAIBaseURL)), ce),
-			errs: []error{ErrMaxTokensOverCap, ce},
-		}
+	return m.overLimit(ce)
+}
+
+// overLimit is the error for ce when it refuses --max-tokens for a limit
+// of the server's that no prompt changes (maxTokensOver), naming the flag
+// and its value, which the server's words cannot know; nil when ce is no
+// such refusal.
+func (m *Model) overLimit(ce *callError) error {
+	limit, over := m.maxTokensOver(ce)
+	if over == "" {
+		return nil
 	}
-	return nil
+	// Worded by the limit, not ErrMaxTokensOverCap's own text: "the
+	// server's cap" misnamed a model's context as the cause.
+	return &limitError{
+		msg: fmt.Sprintf("--max-tokens over %s: --max-tokens %d %s at %s, so every call is refused (%v); lower --max-tokens",
+			limit, m.o.MaxTokens, over, urlmask.Shown(orDefault(m.o.BaseURL, openAIBaseURL)), ce),
+		errs: []error{ErrMaxTokensOverCap, ce},
+	}
 }
 
 // limitError is an error whose text is msg, matching each of errs

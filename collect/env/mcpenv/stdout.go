@@ -80,13 +80,10 @@ func (s *stdoutTail) Close() error { return s.r.Close() }
 // one, or says the limit on one message when err is that a message was
 // over it; "" otherwise. Nil-safe, as a URL's server has no stdout.
 func (s *stdoutTail) notJSON(err error) string {
-	var se *json.SyntaxError
-	// The SDK's words for a JSON line that is no JSON-RPC message (a
-	// print of json.dumps) are its version tag's.
 	if s != nil && overLimit(err) {
 		return fmt.Sprintf("; the server's message (a tool result?) was over %d MiB, the MCP SDK's limit on one, which the session ends at", mcp.DefaultMaxLineLength>>20)
 	}
-	if s == nil || err == nil || (!errors.As(err, &se) && !strings.Contains(err.Error(), "invalid character") && !strings.Contains(err.Error(), "invalid message version tag")) {
+	if s == nil || err == nil || !decodeFailure(err) {
 		return ""
 	}
 	s.mu.Lock()
@@ -101,6 +98,25 @@ func (s *stdoutTail) notJSON(err error) string {
 		}
 	}
 	return ""
+}
+
+// decodeFailure says whether err is the session's failure to read a line
+// of stdout as a JSON-RPC message: a line that is no JSON, or, in the
+// SDK's words, one of JSON that is none (a print of json.dumps): an
+// object without the version tag, any other value (1, "ready": the
+// SDK's "unmarshaling jsonrpc message"), or an empty array or null (its
+// "empty batch").
+func decodeFailure(err error) bool {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return true
+	}
+	for _, words := range []string{"invalid character", "invalid message version tag", "unmarshaling jsonrpc message", "empty batch"} {
+		if strings.Contains(err.Error(), words) {
+			return true
+		}
+	}
+	return false
 }
 
 // isRPCHead says whether line, the head of a line cut short when cut, is

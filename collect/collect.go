@@ -639,6 +639,24 @@ func (o *Options) checkRanges() error {
 	return nil
 }
 
+// generate asks e for --groups scenarios of --split. Those of an
+// environment whose scenarios carry their own split (a task file, a stdio
+// program) are chosen by it; a built-in game's are a function of the seed,
+// with no split of their own, and are labelled --split.
+func (o *Options) generate(ctx context.Context, e env.Env) ([]env.Scenario, error) {
+	if o.Split == "" {
+		return e.Scenarios(ctx, o.Seed, o.Groups)
+	}
+	if src, ok := e.(env.SplitSource); ok {
+		return src.ScenariosOf(ctx, o.Seed, o.Groups, o.Split)
+	}
+	scs, err := e.Scenarios(ctx, o.Seed, o.Groups)
+	for i := range scs {
+		scs[i].Split = o.Split
+	}
+	return scs, err
+}
+
 // warnHeldOutSeed warns of generated scenarios labelled val or test
 // under the default --seed: scenarios are a function of the seed, so they
 // are those a train run with the default seed plays, and an eval on them
@@ -646,7 +664,9 @@ func (o *Options) checkRanges() error {
 // default: an eval set logged step after step must stay the same set, and
 // one made so before would change under the same command.
 func (o *Options) warnHeldOutSeed() {
-	if o.flags == nil || o.Scenarios != "" || o.flags.Changed("seed") || (o.Split != trajectory.SplitVal && o.Split != trajectory.SplitTest) {
+	// An mcp environment's tasks come from its task file, whatever the
+	// seed: a held-out task there is one by its own split.
+	if o.flags == nil || o.Scenarios != "" || o.Env == "mcp" || o.flags.Changed("seed") || (o.Split != trajectory.SplitVal && o.Split != trajectory.SplitTest) {
 		return
 	}
 	o.Log.Warn(fmt.Sprintf("--split %s generates the same scenarios as a train run under the default --seed %d: give the held-out set a --seed of its own (e.g. --seed 800001), the same for every eval", o.Split, o.Seed))
@@ -868,10 +888,9 @@ func loadScenarios(ctx context.Context, o *Options, scripted bool) (scs []env.Sc
 			return nil, nil, nil, closeEnvs, stageerr.BadInput(fmt.Errorf("scenarios %s: the file holds no scenario", shown))
 		}
 		if o.Split != "" {
-			all := len(scs)
-			scs = slices.DeleteFunc(scs, func(sc env.Scenario) bool { return sc.Split != o.Split })
-			if len(scs) == 0 {
-				return nil, nil, nil, closeEnvs, stageerr.BadInput(fmt.Errorf("scenarios %s: none of its %d scenarios has split %q", shown, all, o.Split))
+			all := scs
+			if scs = env.OfSplit(all, o.Split); len(scs) == 0 {
+				return nil, nil, nil, closeEnvs, stageerr.BadInput(fmt.Errorf("scenarios %s: none of its %d scenarios is of split %q (it has %s)", shown, len(all), o.Split, env.Splits(all)))
 			}
 		}
 		// Of the scenarios of the split, before --groups: a run of the
@@ -901,17 +920,12 @@ func loadScenarios(ctx context.Context, o *Options, scripted bool) (scs []env.Sc
 		if err != nil {
 			return nil, nil, nil, closeEnvs, err
 		}
-		if scs, err = e.Scenarios(ctx, o.Seed, o.Groups); err != nil {
+		if scs, err = o.generate(ctx, e); err != nil {
 			return nil, nil, nil, closeEnvs, fmt.Errorf("generate scenarios: %w", err)
 		}
 		if len(scs) < o.Groups { // a stdio program or task list may hold fewer
 			o.Log.Warn("the environment made fewer scenarios than --groups: playing those there are", "env", o.Env,
-				"groups", o.Groups, "made", len(scs))
-		}
-		if o.Split != "" {
-			for i := range scs {
-				scs[i].Split = o.Split
-			}
+				"split", o.Split, "groups", o.Groups, "made", len(scs))
 		}
 		o.idTag = envTag(o.Env, o.EnvOpts, o.Split, scs)
 	}

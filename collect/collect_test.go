@@ -345,7 +345,7 @@ func TestSplit(t *testing.T) {
 		t.Errorf("--split val played %v", ids)
 	}
 	o.Split, out = "test", bytes.Buffer{}
-	if err := collect.Run(context.Background(), o); !errors.Is(err, stageerr.ErrBadInput) || !strings.Contains(err.Error(), `none of its 4 scenarios has split "test"`) {
+	if err := collect.Run(context.Background(), o); !errors.Is(err, stageerr.ErrBadInput) || !strings.Contains(err.Error(), `none of its 4 scenarios is of split "test" (it has 1 without a split (train), 1 train, 2 val)`) {
 		t.Errorf("no scenario of the split: %v", err)
 	}
 	o.Split = "dev"

@@ -20,6 +20,7 @@ import (
 	"github.com/hone-rl/hone/collect/env/mcpenv"
 	"github.com/hone-rl/hone/collect/env/stdio"
 	"github.com/hone-rl/hone/collect/env/tictactoe"
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/internal/stageerr"
 )
 
@@ -173,6 +174,7 @@ func openMCP(ctx context.Context, cmd, url, system, tasks string) (env.Env, erro
 		if mo.Tasks, err = ReadScenarios(ctx, tasks); err != nil {
 			return nil, stageerr.BadInput(err)
 		}
+		mo.TasksName = fileset.DisplayName(tasks)
 	}
 	m, err := mcpenv.Open(ctx, mo)
 	if err != nil {

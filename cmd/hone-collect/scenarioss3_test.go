@@ -48,7 +48,7 @@ func TestScenariosObjectHidesEndpointPassword(t *testing.T) {
 		flag, value, want string
 		code              int
 	}{
-		{"--split", "val", `has split "val"`, 2},
+		{"--split", "val", `is of split "val"`, 2},
 		{"--groups", "5", "fewer scenarios than --groups", 0},
 	} {
 		r := collectBin(t, "--scenarios", scs, tc.flag, tc.value, "-G", "1", "--policy", "scripted:bisect", "-o", out)

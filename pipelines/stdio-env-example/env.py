@@ -116,9 +116,10 @@ class Episode:
         return r
 
 
-def scenarios(seed, n):
+def scenarios(seed, n, split):
+    """The seed makes the problems; a held-out run asks for its split with a seed of its own."""
     rng = random.Random(seed)
-    return [{"id": "arith-%d-%d" % (seed, i), "split": "train",
+    return [{"id": "arith-%d-%d" % (seed, i), "split": split,
              "payload": {"a": rng.randint(2, 99), "b": rng.randint(2, 99), "c": rng.randint(0, 999)}}
             for i in range(n)]
 
@@ -148,7 +149,7 @@ def main():
             if op == "hello":
                 resp = {"name": "arith", "reward_range": [0, 1], "policies": ["calculator", "mental"]}
             elif op == "scenarios":
-                resp = {"scenarios": scenarios(req["seed"], req["n"])}
+                resp = {"scenarios": scenarios(req["seed"], req["n"], req.get("split", "train"))}
             elif op == "reset":
                 episode = Episode(req["scenario"])
                 resp = episode.reset()

@@ -39,7 +39,9 @@ type Options struct {
 	Command []string // a stdio server: program and arguments
 	URL     string   // or a streamable HTTP endpoint
 	Tasks   []env.Scenario
-	System  string // system prompt ("" for a default)
+	// TasksName names the file Tasks came from, in errors.
+	TasksName string
+	System    string // system prompt ("" for a default)
 }
 
 // Env is the MCP server all episodes share: one session at a time,
@@ -193,25 +195,44 @@ func (e *Env) Scenarios(_ context.Context, _ int64, n int) ([]env.Scenario, erro
 		// A missing setting, not a failure of the server: bad usage (exit 2).
 		return nil, stageerr.Usagef("mcp: no tasks: give --scenarios FILE or --env-opt tasks=FILE")
 	}
+	return cycle(e.tasks, n), nil
+}
+
+// ScenariosOf implements env.SplitSource: the tasks of split (those
+// without one are train), cycled to n. Chosen before cycling, so that
+// --groups repeats the split's tasks rather than drops the others' places.
+func (e *Env) ScenariosOf(ctx context.Context, seed int64, n int, split string) ([]env.Scenario, error) {
+	if len(e.tasks) == 0 {
+		return e.Scenarios(ctx, seed, n)
+	}
+	tasks := env.OfSplit(e.tasks, split)
+	if len(tasks) == 0 {
+		return nil, stageerr.BadInputf("mcp: tasks %s: none of its %d tasks is of split %q (it has %s)", e.opts.TasksName, len(e.tasks), split, env.Splits(e.tasks))
+	}
+	return cycle(tasks, n), nil
+}
+
+// cycle repeats tasks in order to n scenarios.
+func cycle(tasks []env.Scenario, n int) []env.Scenario {
 	out := make([]env.Scenario, n)
 	used := map[string]bool{}
-	for _, t := range e.tasks {
+	for _, t := range tasks {
 		used[t.ID] = true
 	}
 	for i := range out {
-		out[i] = e.tasks[i%len(e.tasks)]
-		if i >= len(e.tasks) {
+		out[i] = tasks[i%len(tasks)]
+		if i >= len(tasks) {
 			// A repeat's id is the task's with its round, "-N", taken again
 			// while that names another scenario (a task named "france-1").
 			id := out[i].ID
 			for id == out[i].ID || used[id] {
-				id = fmt.Sprintf("%s-%d", id, i/len(e.tasks))
+				id = fmt.Sprintf("%s-%d", id, i/len(tasks))
 			}
 			used[id] = true
 			out[i].ID = id
 		}
 	}
-	return out, nil
+	return out
 }
 
 // Payload is a task's payload.

@@ -21,6 +21,7 @@ import (
 	"github.com/hone-rl/hone/format/chatmsg"
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/internal/procgroup"
+	"github.com/hone-rl/hone/internal/stageerr"
 )
 
 // Env is an environment behind a command.
@@ -173,6 +174,16 @@ func (e *Env) RewardRange() (float64, float64) { return e.lo, e.hi }
 
 // Scenarios implements env.Env.
 func (e *Env) Scenarios(ctx context.Context, seed int64, n int) ([]env.Scenario, error) {
+	return e.ScenariosOf(ctx, seed, n, "")
+}
+
+// ScenariosOf implements env.SplitSource: the program is asked for the
+// scenarios of split ("split" in the request, left out for ""), and of
+// its answer those labelled another split are dropped: its labels are
+// its data, and a program that ignores the request (labels all train)
+// would otherwise have its train scenarios played as held out. One it
+// leaves unlabelled was made for the split asked and is labelled so.
+func (e *Env) ScenariosOf(ctx context.Context, seed int64, n int, split string) ([]env.Scenario, error) {
 	p, err := e.start(ctx)
 	if err != nil {
 		return nil, err
@@ -181,8 +192,32 @@ func (e *Env) Scenarios(ctx context.Context, seed int64, n int) ([]env.Scenario,
 	var r struct {
 		Scenarios []env.Scenario `json:"scenarios"`
 	}
-	if err := p.call(ctx, map[string]any{"op": "scenarios", "seed": seed, "n": n}, &r); err != nil {
+	req := map[string]any{"op": "scenarios", "seed": seed, "n": n}
+	if split != "" {
+		req["split"] = split
+	}
+	if err := p.call(ctx, req, &r); err != nil {
 		return nil, err
+	}
+	if split != "" {
+		all := r.Scenarios
+		r.Scenarios = nil
+		for i, sc := range all {
+			switch sc.Split {
+			case "", trajectory.SplitTrain, trajectory.SplitVal, trajectory.SplitTest:
+			default:
+				// Refused, not dropped as of another split: a typo
+				// ("vall") would otherwise leave the run short unsaid.
+				return nil, fmt.Errorf("stdio: scenario %d (%s): split %q is not train, val or test", i, sc.ID, sc.Split)
+			}
+			if sc.Split == "" || sc.Split == split {
+				sc.Split = split
+				r.Scenarios = append(r.Scenarios, sc)
+			}
+		}
+		if len(r.Scenarios) == 0 && len(all) > 0 {
+			return nil, stageerr.BadInputf("stdio: %v: asked for split %q, it answered none of its %d scenarios in it (it has %s)", e.argv, split, len(all), env.Splits(all))
+		}
 	}
 	// n is what the run asked for (--groups): a program that answers
 	// more (a fixed list, whatever n says) gets its first n played, not

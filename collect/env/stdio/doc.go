@@ -14,7 +14,7 @@
 //
 //	{"op":"hello"}
 //	  → {"name":"arith", "reward_range":[0,1], "policies":["calculator"]}
-//	{"op":"scenarios", "seed":1, "n":8}
+//	{"op":"scenarios", "seed":1, "n":8, "split":"val"}   (split: only under --split)
 //	  → {"scenarios":[{"id":"...", "payload":{...}, "split":"train"}, ...]}
 //	{"op":"reset", "scenario":{"id":..., "payload":..., "split":...}, "seed":42}
 //	  → {"messages":[{"role":"user","content":"..."}], "tools":[{"type":"function","function":{...}}]}

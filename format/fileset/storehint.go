@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -33,7 +34,7 @@ func storeHint(name string, err error) string {
 		// No endpoint given anywhere: the SDK asked AWS for a bucket
 		// that lives elsewhere.
 		return "; the URL gives no endpoint, so the bucket was looked for on AWS (" + host + "): for another S3 store (MinIO, Ceph, R2…) name it in the URL's query, e.g. ?endpoint=http://minio:9000&use_path_style=true&disable_https=true&region=us-east-1, or set AWS_ENDPOINT_URL_S3 (docs/cluster.md)"
-	case strings.HasPrefix(host, strings.ToLower(u.Host)+".") && q.Get("use_path_style") != "true":
+	case strings.HasPrefix(host, strings.ToLower(u.Host)+".") && !pathStyle(q):
 		// Virtual-hosted style: the SDK put the bucket in front of the
 		// endpoint's host, which a store such as MinIO does not serve.
 		return "; the bucket was put in front of the endpoint's host name (" + host + "), which a store such as MinIO does not serve: add use_path_style=true to the URL's query (docs/cluster.md)"
@@ -60,3 +61,17 @@ type noCredentialsError struct{ err error }
 func (e noCredentialsError) Error() string        { return e.err.Error() }
 func (e noCredentialsError) Unwrap() error        { return e.err }
 func (e noCredentialsError) Is(target error) bool { return target == ErrNoCredentials }
+
+// pathStyle reports whether q asks for path-style requests as the S3
+// driver reads it: use_path_style or its older name s3ForcePathStyle, any
+// strconv.ParseBool truth ("1", "True"…). With it on, the host looked up
+// is the endpoint's own, which may begin with the bucket's name without
+// the bucket having been put there.
+func pathStyle(q url.Values) bool {
+	for _, k := range []string{"use_path_style", "s3ForcePathStyle"} {
+		if on, err := strconv.ParseBool(q.Get(k)); err == nil && on {
+			return true
+		}
+	}
+	return false
+}

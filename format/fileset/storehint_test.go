@@ -98,3 +98,21 @@ func TestEndpointFromEnvironment(t *testing.T) {
 		t.Fatalf("stat through AWS_ENDPOINT_URL_S3: %+v, %v", fi, err)
 	}
 }
+
+// TestStoreHintPathStyleSpelledOtherwise: the SDK takes use_path_style
+// (and its older name s3ForcePathStyle) as any strconv.ParseBool truth
+// ("1", "True", "t"…), and with path style on it looks up the endpoint's
+// own host. An endpoint whose host begins with the bucket's name
+// (bucket "store" on store.invalid) that did not resolve was then told
+// to add use_path_style=true, which it had: only "true" was read as set.
+func TestStoreHintPathStyleSpelledOtherwise(t *testing.T) {
+	for _, ps := range []string{"use_path_style=1", "use_path_style=True", "s3ForcePathStyle=true"} {
+		t.Run(ps, func(t *testing.T) {
+			storeEnv(t, true)
+			_, err := Resolve(context.Background(), []string{"s3://store/x.parquet?endpoint=http://store.invalid:9000&" + ps}, Options{})
+			if err == nil || strings.Contains(err.Error(), "add use_path_style") || !strings.Contains(err.Error(), "store.invalid does not resolve") {
+				t.Fatalf("error %v, want one saying store.invalid does not resolve, not to add use_path_style", err)
+			}
+		})
+	}
+}

@@ -181,7 +181,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// replaces them: a JSON Lines file by Parquet trajectories (those of a
 	// run stopped early, or of one --shard, alone), an earlier round's
 	// Parquet by this round's rollouts.
-	if opts.Scenarios != "" && fileset.SameFile(sf.Output, opts.Scenarios) {
+	if opts.Scenarios != "" && fileset.SameFile(ctx, sf.Output, opts.Scenarios) {
 		return cli.Usagef("-o %s names the --scenarios file: the trajectories would replace the scenarios; write them to another file", fileset.RedactURL(sf.Output))
 	}
 	warnOutputName(log, sf.Output)

@@ -80,3 +80,29 @@ func TestShardToOtherStoreSameKey(t *testing.T) {
 		t.Errorf("no part on the second store: %v", err)
 	}
 }
+
+// TestShardInPlaceRefusedEndpointAlias: -o naming the input object
+// through another host name of its store's address (localhost for
+// 127.0.0.1, as a short and a full cluster DNS name of one service) is
+// re-scoring in place. The check compared the endpoints' host names as
+// written, so --shard 0/2 wrote its half over the whole input, exit 0.
+func TestShardInPlaceRefusedEndpointAlias(t *testing.T) {
+	s3 := fakes3d.StartTest(t, "hone")
+	b, err := fileset.ReadFile(context.Background(), scenario(t, t.TempDir(), "x.parquet", 0, 4, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := s3.URL("hone", "x.parquet")
+	if err := fileset.WriteFile(context.Background(), in, b); err != nil {
+		t.Fatal(err)
+	}
+	alias := "s3://hone/x.parquet?use_path_style=true&region=us-east-1&endpoint=" + strings.Replace(s3.Endpoint, "127.0.0.1", "localhost", 1)
+	r := runBin(t, nil, nil, "-o", alias, "--shard", "0/2", "--scorer", "env", in)
+	got, err := fileset.ReadFile(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.code != 2 || !bytes.Equal(got, b) || !strings.Contains(r.stderr, "names an input") {
+		t.Fatalf("-o %s, input %s: exit %d (want 2), input unchanged %v:\n%s", alias, in, r.code, bytes.Equal(got, b), r.stderr)
+	}
+}

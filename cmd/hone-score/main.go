@@ -100,7 +100,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return err
 	}
 	defer inputs.Close()
-	inPlace := namesAnInput(sf.Output, inputs)
+	inPlace := namesAnInput(ctx, sf.Output, inputs)
 	// -o as messages show it: an object-store URL's endpoint password
 	// masked, as every other message masks it (stderr ends up in pod logs).
 	shownOut := fileset.RedactURL(sf.Output)
@@ -158,12 +158,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 // namesAnInput reports whether the output is one of the inputs, however
 // either is spelled (fileset.SameFile): re-scoring in place.
-func namesAnInput(out string, in *fileset.Set) bool {
+func namesAnInput(ctx context.Context, out string, in *fileset.Set) bool {
 	if out == "" || out == "-" {
 		return false
 	}
 	for _, name := range in.Names() {
-		if fileset.SameFile(out, name) {
+		if fileset.SameFile(ctx, out, name) {
 			return true
 		}
 	}

@@ -533,8 +533,9 @@ func fileKey(name string) string {
 // link), are hard links of one local file, or may name one object
 // (sameObject: its query aside but for the store it names). A stage asks
 // it before writing over one of its inputs. Stdin is no file: it is the
-// same as nothing.
-func SameFile(a, b string) bool {
+// same as nothing. ctx bounds the host name lookups of two endpoints
+// spelled differently.
+func SameFile(ctx context.Context, a, b string) bool {
 	if a == Stdin || b == Stdin {
 		return false
 	}
@@ -542,7 +543,7 @@ func SameFile(a, b string) bool {
 		return true
 	}
 	if IsURL(a) && IsURL(b) {
-		if same, ok := sameObject(a, b); ok {
+		if same, ok := sameObject(ctx, a, b); ok {
 			return same
 		}
 	}

@@ -1,9 +1,18 @@
 package fileset
 
 import (
+	"context"
+	"net"
 	"net/url"
+	"slices"
 	"strings"
+	"time"
 )
+
+// lookupWait bounds each host name lookup of sameAddress: the check runs
+// before anything starts, and a resolver that does not answer must not
+// hold the run up for its own minutes-long retries.
+const lookupWait = 5 * time.Second
 
 // storeParams are the query parameters of an object-store URL of scheme
 // that say which store (which server, which account) a bucket is on: two
@@ -31,7 +40,7 @@ func storeParams(scheme string) []string {
 // a stage that asks before writing over an input then refuses, with a
 // message, where one that took two names of an object for two objects
 // wrote over its input.
-func sameObject(a, b string) (same, ok bool) {
+func sameObject(ctx context.Context, a, b string) (same, ok bool) {
 	ua, errA := url.Parse(a)
 	ub, errB := url.Parse(b)
 	if errA != nil || errB != nil {
@@ -49,7 +58,7 @@ func sameObject(a, b string) (same, ok bool) {
 			continue
 		}
 		if p == "endpoint" {
-			if !sameEndpoint(va, vb) {
+			if !sameEndpoint(ctx, va, vb) {
 				return false, true
 			}
 		} else if !strings.EqualFold(va, vb) {
@@ -60,22 +69,47 @@ func sameObject(a, b string) (same, ok bool) {
 }
 
 // sameEndpoint reports whether two endpoint URLs may be one server: the
-// same host name (in any case) and path (a trailing "/" aside), and the
-// same port where both say one, a scheme's default port counting as said
-// (http://minio and http://minio:80 are one). Credentials in them
+// same path (a trailing "/" aside), the same port where both say one, a
+// scheme's default port counting as said (http://minio and
+// http://minio:80 are one), and the same host: one name in any case, or
+// two names of one address (sameAddress). Credentials in them
 // (http://user:pass@host) name no other server. One that does not parse
 // as a URL with a host may be anything: the same.
-func sameEndpoint(a, b string) bool {
+func sameEndpoint(ctx context.Context, a, b string) bool {
 	ua, errA := url.Parse(a)
 	ub, errB := url.Parse(b)
 	if errA != nil || errB != nil || ua.Host == "" || ub.Host == "" {
 		return true
 	}
-	if !strings.EqualFold(ua.Hostname(), ub.Hostname()) || strings.TrimRight(ua.Path, "/") != strings.TrimRight(ub.Path, "/") {
+	if strings.TrimRight(ua.Path, "/") != strings.TrimRight(ub.Path, "/") {
 		return false
 	}
-	pa, pb := endpointPort(ua), endpointPort(ub)
-	return pa == "" || pb == "" || pa == pb
+	if pa, pb := endpointPort(ua), endpointPort(ub); pa != "" && pb != "" && pa != pb {
+		return false
+	}
+	return strings.EqualFold(ua.Hostname(), ub.Hostname()) || sameAddress(ctx, ua.Hostname(), ub.Hostname())
+}
+
+// sameAddress reports whether host names a and b resolve to an address
+// in common: localhost and 127.0.0.1, or a cluster service's short name
+// and its full one (minio, minio.store.svc.cluster.local), reach one
+// server on one port, and compared as written they were two stores, so
+// -o naming the input through the other name wrote over it. Two stores
+// behind one proxy address (an ingress serving each by its host name)
+// are taken for one: a run refused with a message, where the other way
+// lost an input. A name that does not resolve shares no address: its
+// store cannot be written, and its run fails on that.
+func sameAddress(ctx context.Context, a, b string) bool {
+	ctx, cancel := context.WithTimeout(ctx, lookupWait)
+	defer cancel()
+	ia, errA := net.DefaultResolver.LookupIPAddr(ctx, a)
+	ib, errB := net.DefaultResolver.LookupIPAddr(ctx, b)
+	if errA != nil || errB != nil {
+		return false
+	}
+	return slices.ContainsFunc(ia, func(x net.IPAddr) bool {
+		return slices.ContainsFunc(ib, func(y net.IPAddr) bool { return x.IP.Equal(y.IP) })
+	})
 }
 
 // endpointPort is u's port, or its scheme's default ("" for a scheme

@@ -1,6 +1,9 @@
 package fileset
 
-import "testing"
+import (
+	"context"
+	"testing"
+)
 
 // TestSameFileObjectQuery: two URLs of one bucket and key are one object
 // whatever their queries say of how to reach it (order, region, path
@@ -25,7 +28,10 @@ func TestSameFileObjectQuery(t *testing.T) {
 		{"s3://b/x?endpoint=minio:9000", "s3://b/x?endpoint=http://minio:9000", true},
 		{"azblob://c/x?storage_account=acct", "azblob://c/x?storage_account=ACCT&protocol=https", true},
 		{"azblob://c/x?storage_account=acct", "azblob://c/x", true},
+		{"s3://b/x?endpoint=http://localhost:9000", "s3://b/x?endpoint=http://127.0.0.1:9000/", true},
 		{in, "s3://b/x.parquet?endpoint=http://minio2:9000", false},
+		{"s3://b/x?endpoint=http://localhost:9000", "s3://b/x?endpoint=http://127.0.0.1:9100", false},
+		{"s3://b/x?endpoint=http://127.0.0.2:9000", "s3://b/x?endpoint=http://127.0.0.1:9000", false},
 		{in, "s3://b/x.parquet?endpoint=http://minio:9100", false},
 		{in, "s3://b/y.parquet?endpoint=http://minio:9000", false},
 		{in, "s3://b/X.parquet", false},
@@ -34,10 +40,10 @@ func TestSameFileObjectQuery(t *testing.T) {
 		{"azblob://c/x?storage_account=one", "azblob://c/x?storage_account=two", false},
 		{"azblob://c/x?domain=blob.core.windows.net", "azblob://c/x?domain=blob.core.chinacloudapi.cn", false},
 	} {
-		if got := SameFile(c.a, c.b); got != c.same {
+		if got := SameFile(context.Background(), c.a, c.b); got != c.same {
 			t.Errorf("SameFile(%q, %q) = %v, want %v", c.a, c.b, got, c.same)
 		}
-		if got := SameFile(c.b, c.a); got != c.same {
+		if got := SameFile(context.Background(), c.b, c.a); got != c.same {
 			t.Errorf("SameFile(%q, %q) = %v, want %v", c.b, c.a, got, c.same)
 		}
 	}

@@ -57,12 +57,12 @@ func ARTReward(board [16]int, target int) float64 {
 	return (math.Log2(float64(m))-1)/(t-1) + 0.2*(math.Log2(float64(s))-1)/(math.Log2(16*float64(target))-1)
 }
 
-// New returns the environment with defaults for zero values.
 // MaxTarget is the largest tile a 4×4 board can hold, 2^17: fifteen
 // cells holding 4 to 65536 and a 4 spawned in the last one merge into it.
 // A larger target could never be reached.
 const MaxTarget = 1 << 17
 
+// New returns the environment with defaults for zero values.
 func New(target, maxMoves int) *Env {
 	if target <= 0 {
 		target = 64

@@ -29,11 +29,18 @@ func storeHint(name string, err error) string {
 	}
 	q := u.Query()
 	host := strings.ToLower(strings.TrimSuffix(dns.Name, "."))
+	// AWS answers every bucket name under a real region's host (a
+	// wildcard): one that does not resolve names no region, or this
+	// machine's resolver cannot reach AWS.
+	const awsCheck = "; on AWS, check the region in that host name (the URL's region, or AWS_REGION) and that this machine resolves AWS's names"
+	aws := strings.HasSuffix(host, ".amazonaws.com") || strings.HasSuffix(host, ".amazonaws.com.cn")
 	switch {
-	case q.Get("endpoint") == "" && (strings.HasSuffix(host, ".amazonaws.com") || strings.HasSuffix(host, ".amazonaws.com.cn")):
-		// No endpoint given anywhere: the SDK asked AWS for a bucket
-		// that lives elsewhere.
-		return "; the URL gives no endpoint, so the bucket was looked for on AWS (" + host + "): for another S3 store (MinIO, Ceph, R2…) name it in the URL's query, e.g. ?endpoint=http://minio:9000&use_path_style=true&disable_https=true&region=us-east-1, or set AWS_ENDPOINT_URL_S3 (docs/cluster.md)"
+	case aws && q.Get("endpoint") == "":
+		// No endpoint given anywhere: the SDK asked AWS, for a bucket
+		// that may live elsewhere.
+		return "; the URL gives no endpoint, so the bucket was looked for on AWS (" + host + "): for another S3 store (MinIO, Ceph, R2…) name it in the URL's query, e.g. ?endpoint=http://minio:9000&use_path_style=true&disable_https=true&region=us-east-1, or set AWS_ENDPOINT_URL_S3 (docs/cluster.md)" + awsCheck
+	case aws:
+		return "; the store's host " + host + " does not resolve" + awsCheck
 	case strings.HasPrefix(host, strings.ToLower(u.Host)+".") && !pathStyle(q):
 		// Virtual-hosted style: the SDK put the bucket in front of the
 		// endpoint's host, which a store such as MinIO does not serve.

@@ -116,3 +116,25 @@ func TestStoreHintPathStyleSpelledOtherwise(t *testing.T) {
 		})
 	}
 }
+
+// TestStoreHintAWSRegion: AWS answers every bucket name under a real
+// region's host (a wildcard), so "no such host" for an AWS host most
+// often means a region that is no region (us-eats-1, from the URL or
+// AWS_REGION) or a resolver that cannot reach AWS. The hint spoke only
+// of another store's endpoint, and an AWS endpoint given in the URL was
+// told to add use_path_style=true "which a store such as MinIO does not
+// serve".
+func TestStoreHintAWSRegion(t *testing.T) {
+	host := "my-bucket.s3.us-eats-1.amazonaws.com"
+	dns := &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	sdk := fmt.Errorf("operation error S3: HeadObject, https response error StatusCode: 0, request send failed: %w", &net.OpError{Op: "dial", Net: "tcp", Err: dns})
+	for _, name := range []string{
+		"s3://my-bucket/x.parquet?region=us-eats-1",
+		"s3://my-bucket/x.parquet?region=us-eats-1&endpoint=https://s3.us-eats-1.amazonaws.com",
+	} {
+		got := blobErr(name, sdk).Error()
+		if !strings.Contains(got, "check the region") || strings.Contains(got, "add use_path_style") {
+			t.Errorf("%s: error %q, want it to say to check the region, and not to add use_path_style", name, got)
+		}
+	}
+}

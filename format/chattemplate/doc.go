@@ -58,7 +58,8 @@
 // touches the tag only, as jinja2 does: instrument.go's tagSeparator keeps
 // the engine from reaching past a tag to the text beyond it; a {% raw %}
 // block is given to it as a string, whose text the engine would trim
-// around the tags inside). Values are passed to it
+// around the tags inside; jinja2's "+" markers, which the engine lacks,
+// keep the text on their side of a tag by the same empty text). Values are passed to it
 // as its insertion-ordered dict type: a plain Go map would reach the template
 // with sorted keys, and tool schemas and tool-call arguments rendered through
 // tojson would then differ from what the model was trained on.

@@ -69,6 +69,10 @@ type segment struct {
 	start, end          int // the whole segment
 	from, to            int // a tag's content
 	trimLeft, trimRight bool
+	// keepLeft and keepRight are jinja2's "+" markers ({%+ and +%} on a
+	// block tag or comment): lstrip_blocks and trim_blocks leave the
+	// text on that side as it is.
+	keepLeft, keepRight bool
 	line                int
 }
 
@@ -103,12 +107,13 @@ func scan(src string) ([]segment, error) {
 		if i < len(src) && src[i] == '-' {
 			seg.trimLeft = true
 			i++
-		}
-		if seg.kind == segStmt && i < len(src) && src[i] == '+' {
-			// jinja2's marker that keeps the white space before the
-			// tag; the engine has none and rendered the template as
-			// "" (or the text before the tag), without an error.
-			return nil, &staticError{fmt.Sprintf(`line %d: "{%%+" (keep the white space before a tag) is not supported; write the white space in {{ }} instead`, seg.line)}
+		} else if i < len(src) && src[i] == '+' {
+			// jinja2's marker that keeps the white space before a
+			// block tag or comment from lstrip_blocks; the engine has
+			// none (the rewriter keeps it, keepLeft). jinja2 reads it
+			// after {{ too, where it changes nothing.
+			seg.keepLeft = seg.kind != segExpr
+			i++
 		}
 		seg.from = i
 		if err := closeTag(src, &seg, closer); err != nil {
@@ -118,6 +123,11 @@ func scan(src string) ([]segment, error) {
 		segs = append(segs, seg)
 		i = seg.end
 		textStart, textLine = i, line
+		if seg.kind == segStmt && keyword(src[seg.from:seg.to]) == "raw" && seg.keepRight {
+			// jinja2 opens a raw block only at "%}" or "-%}"; at "+%}"
+			// the tag is an unknown one.
+			return nil, &staticError{fmt.Sprintf("line %d: Encountered unknown tag 'raw'.", seg.line)}
+		}
 		if seg.kind == segStmt && keyword(src[seg.from:seg.to]) == "raw" {
 			// jinja2 reads no tag inside a raw block: up to its
 			// {% endraw %} it is one text, whatever it holds.
@@ -152,6 +162,12 @@ func closeTag(src string, seg *segment, closer string) error {
 		}
 		if len(open) == 0 && c == '-' && strings.HasPrefix(src[i+1:], closer) {
 			seg.to, seg.trimRight, seg.end = i, true, i+3
+			return nil
+		}
+		if len(open) == 0 && c == '+' && seg.kind != segExpr && strings.HasPrefix(src[i+1:], closer) {
+			// jinja2's marker that keeps the newline after a block
+			// tag or comment from trim_blocks (keepRight).
+			seg.to, seg.keepRight, seg.end = i, true, i+3
 			return nil
 		}
 		if len(open) == 0 && strings.HasPrefix(src[i:], closer) {
@@ -404,6 +420,7 @@ func spacesAfterTagFirst(src string, segs []segment) bool {
 type rewriter struct {
 	src      string
 	afterTag bool // the last segment was a tag to the engine (tagSeparator)
+	keepNext bool // the last segment was a tag with a "+" before its closer
 	hooks    bool
 	syntax   bool // syntaxSource: nothing wrapped in calls
 	out      strings.Builder
@@ -445,7 +462,7 @@ func (w *rewriter) segment(s segment) error {
 	if w.inRaw {
 		if s.kind == segStmt && keyword(content) == "endraw" {
 			w.endRaw(s)
-			w.afterTag = true
+			w.afterTag, w.keepNext = true, s.keepRight
 			return nil
 		}
 		w.regions[w.current()].text += int64(s.end - s.start)
@@ -453,10 +470,20 @@ func (w *rewriter) segment(s segment) error {
 		return nil
 	}
 	engineTag := s.kind != segText
-	if engineTag && w.afterTag {
+	if engineTag && s.keepLeft && !w.afterTag {
+		// The text before a tag whose "+" keeps it from lstrip_blocks
+		// (which the engine applies whatever the markers) ends at an
+		// empty expression, for tagSeparator to follow as a text of
+		// its own.
+		w.out.WriteString("{{ '' }}")
+	}
+	if (engineTag && (w.afterTag || s.keepLeft)) || (!engineTag && w.keepNext) {
+		// Between two tags, and on the side of a tag that a "+" marker
+		// keeps: the engine's lstrip_blocks and trim_blocks strip the
+		// empty text instead.
 		w.out.WriteString(tagSeparator)
 	}
-	w.afterTag = engineTag
+	w.afterTag, w.keepNext = engineTag, s.keepRight
 	switch {
 	case s.kind == segText:
 		w.regions[w.current()].text += int64(s.end - s.start)
@@ -808,7 +835,7 @@ func (w *rewriter) endRaw(s segment) {
 	}
 	if s.trimLeft {
 		content = strings.TrimRight(content, " \t\n\r\f\v")
-	} else if nl := strings.LastIndexByte(content, '\n'); nl >= 0 && strings.Trim(content[nl+1:], " \t") == "" {
+	} else if nl := strings.LastIndexByte(content, '\n'); !s.keepLeft && nl >= 0 && strings.Trim(content[nl+1:], " \t") == "" {
 		content = content[:nl+1]
 	}
 	w.out.WriteString(tagSeparator + "{{ " + quoteForEngine(content) + " }}" + tagSeparator)

@@ -152,3 +152,44 @@ func TestStdioScenarioSplitFiltered(t *testing.T) {
 		t.Errorf("the program was asked for splits %q; want each run's --split", got)
 	}
 }
+
+// TestTaskFileSplitRepeatIDsAvoidOtherSplits: a repeat's id ("peru-1")
+// is taken again while it names another task of the file. Chosen by
+// --split, the repeats were checked against the split's tasks alone, so a
+// train task named "peru-1" and --split val's second round of Peru had one
+// id: two scenarios of one task file told apart by nothing but their
+// split.
+func TestTaskFileSplitRepeatIDsAvoidOtherSplits(t *testing.T) {
+	py := envtest.Python(t, os.Getenv("CI") != "")
+	server, err := filepath.Abs("../../pipelines/mcp-env-example/server.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("../../pipelines/mcp-env-example/tasks.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		lines = append(lines, l)
+		if strings.Contains(l, `"id":"france"`) {
+			// France again, as a train task named as Peru's repeat is.
+			lines = append(lines, strings.Replace(l, `"id":"france"`, `"id":"peru-1"`, 1))
+		}
+	}
+	dir := t.TempDir()
+	tasks := filepath.Join(dir, "tasks.jsonl")
+	if err := os.WriteFile(tasks, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "val.parquet")
+	r := collectBin(t, "--env", "mcp", "--env-opt", "tasks="+tasks, "--env-opt", "cmd="+py+" "+server,
+		"--split", "val", "--groups", "2", "-G", "1", "--policy", "scripted:replay", "-o", out)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	got := splitRows(t, out)
+	if len(got) != 2 || got[0] != "peru:val" || strings.HasPrefix(got[1], "peru-1:") {
+		t.Errorf("rows %q: want peru:val and a repeat whose id names no other task of the file (peru-1 is a train task)", got)
+	}
+}

@@ -195,7 +195,7 @@ func (e *Env) Scenarios(_ context.Context, _ int64, n int) ([]env.Scenario, erro
 		// A missing setting, not a failure of the server: bad usage (exit 2).
 		return nil, stageerr.Usagef("mcp: no tasks: give --scenarios FILE or --env-opt tasks=FILE")
 	}
-	return cycle(e.tasks, n), nil
+	return cycle(e.tasks, e.tasks, n), nil
 }
 
 // ScenariosOf implements env.SplitSource: the tasks of split (those
@@ -209,14 +209,16 @@ func (e *Env) ScenariosOf(ctx context.Context, seed int64, n int, split string) 
 	if len(tasks) == 0 {
 		return nil, stageerr.BadInputf("mcp: tasks %s: none of its %d tasks is of split %q (it has %s)", e.opts.TasksName, len(e.tasks), split, env.Splits(e.tasks))
 	}
-	return cycle(tasks, n), nil
+	return cycle(tasks, e.tasks, n), nil
 }
 
-// cycle repeats tasks in order to n scenarios.
-func cycle(tasks []env.Scenario, n int) []env.Scenario {
+// cycle repeats tasks in order to n scenarios. A repeat's id names no
+// task of all (the whole file): a split's repeat named as a task of
+// another split would be two scenarios of one file with one id.
+func cycle(tasks, all []env.Scenario, n int) []env.Scenario {
 	out := make([]env.Scenario, n)
 	used := map[string]bool{}
-	for _, t := range tasks {
+	for _, t := range all {
 		used[t.ID] = true
 	}
 	for i := range out {

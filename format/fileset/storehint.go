@@ -3,6 +3,7 @@ package fileset
 import (
 	"errors"
 	"net"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -57,9 +58,17 @@ func storeHint(name string, err error) string {
 var ErrNoCredentials = errors.New("no credentials for the store")
 
 // noCredentials reports whether err is the SDK's, where its credential
-// chain ran out.
+// chain ran out. The SDK says "no EC2 IMDS role found" of any failed
+// request to the instance metadata service; one that answered with a
+// status other than 404 (throttled, 429; down, 503) may have a role and
+// did not say there is none: a failure a retry may get past, not keys to
+// set.
 func noCredentials(err error) bool {
-	return strings.Contains(err.Error(), "no EC2 IMDS role found")
+	if !strings.Contains(err.Error(), "no EC2 IMDS role found") {
+		return false
+	}
+	var answered interface{ HTTPStatusCode() int }
+	return !errors.As(err, &answered) || answered.HTTPStatusCode() == http.StatusNotFound
 }
 
 // noCredentialsError is a store's error that matches ErrNoCredentials.

@@ -127,7 +127,9 @@ func planEnv(name string, opts map[string]string) (func(ctx context.Context) (en
 		cmd, dir := o.str("cmd", ""), o.str("dir", "")
 		open = func(ctx context.Context) (env.Env, error) { return openStdio(ctx, cmd, dir) }
 	default:
-		return nil, stageerr.Usagef("unknown environment %q (have %s)", name, strings.Join(EnvNames(), ", "))
+		// Not named here: the caller names it ("environment bogus: ..."),
+		// as it does every other refusal of the settings.
+		return nil, stageerr.Usagef("no such environment (have %s)", strings.Join(EnvNames(), ", "))
 	}
 	if err := o.check(); err != nil {
 		return nil, stageerr.Usage(err)

@@ -29,3 +29,13 @@ func TestEnvErrorNamesEnvOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownEnvNamedOnce: an --env that names no environment is named
+// once, with the environments there are. The refusal read "environment
+// bogus: unknown environment "bogus" (have ...)", the name twice.
+func TestUnknownEnvNamedOnce(t *testing.T) {
+	r := collectBin(t, "--env", "bogus", "--groups", "1", "--policy", "scripted", "-o", t.TempDir()+"/out.parquet")
+	if r.code != 2 || strings.Count(r.stderr, "bogus") != 1 || !strings.Contains(r.stderr, "environment bogus: ") || !strings.Contains(r.stderr, "guess, tictactoe") {
+		t.Errorf("--env bogus: exit %d, want 2, the name once and the environments there are:\n%s", r.code, r.stderr)
+	}
+}

@@ -391,7 +391,7 @@ func runScenarios(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	argv, err := stdio.Split(mcpCmd)
 	if err != nil {
-		return cli.Usage(err)
+		return cli.Usagef("--mcp-cmd: %w", err)
 	}
 	err = collect.StartWithin(ctx, startTimeout, func(ctx context.Context) error {
 		m, err := mcpenv.Open(ctx, mcpenv.Options{Command: argv, URL: mcpURL})

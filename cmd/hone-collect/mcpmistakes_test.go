@@ -63,3 +63,22 @@ func TestMCPTaskMissing(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPCmdUnbalancedQuote: an MCP command with an unbalanced quote was
+// refused as "stdio: unbalanced quote ...", naming the stdio environment
+// the user never asked for. `scenarios --mcp-cmd` names its flag, and
+// `--env mcp` its environment, with no word of stdio.
+func TestMCPCmdUnbalancedQuote(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"scenarios", "--mcp-cmd", "'a", "--model", "m", "-o", filepath.Join(t.TempDir(), "t.jsonl")}, `--mcp-cmd: unbalanced quote in "'a"`},
+		{[]string{"--env", "mcp", "--env-opt", "cmd='a", "--groups", "1", "--policy", "scripted:replay", "-o", filepath.Join(t.TempDir(), "o.parquet")}, `environment mcp: unbalanced quote in "'a"`},
+	} {
+		r := collectBin(t, c.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) || strings.Contains(r.stderr, "stdio") {
+			t.Errorf("%q: exit %d, want 2 and %q, no word of stdio:\n%s", c.args, r.code, c.want, r.stderr)
+		}
+	}
+}

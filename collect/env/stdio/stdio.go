@@ -129,7 +129,9 @@ func rewardRange(raw json.RawMessage) (lo, hi float64, err error) {
 }
 
 // Split splits a command line on spaces, honouring single and double
-// quotes (no escapes), for --env-opt cmd='python3 env.py'.
+// quotes (no escapes), for --env-opt cmd='python3 env.py'. Its errors
+// name no flag or environment: the MCP environment and --mcp-cmd split
+// their commands with it too, and the caller names which was wrong.
 func Split(s string) ([]string, error) {
 	var out []string
 	var cur strings.Builder
@@ -158,7 +160,7 @@ func Split(s string) ([]string, error) {
 		in = true
 	}
 	if quote != 0 {
-		return nil, fmt.Errorf("stdio: unbalanced quote in %q", s)
+		return nil, fmt.Errorf("unbalanced quote in %q", s)
 	}
 	if in || has {
 		out = append(out, cur.String())

@@ -13,10 +13,12 @@ import (
 // stdout failed the run with the SDK's decode error alone ("cannot
 // unmarshal \"1\" into Go value of type jsonrpc2.wireDecode", "empty
 // batch"), where a text banner gets the line quoted and "write logs to
-// stderr". Such a line gets the same hint now.
+// stderr". Such a line gets the same hint now, and so does an object with
+// the version tag and neither a method nor an id ({"jsonrpc":"2.0"}),
+// which got the SDK's "invalid request" alone.
 func TestMCPStdoutJSONPrint(t *testing.T) {
 	dir := t.TempDir()
-	for i, line := range []string{`1`, `"ready"`, `true`, `[1]`, `null`, `[]`} {
+	for i, line := range []string{`1`, `"ready"`, `true`, `[1]`, `null`, `[]`, `{"jsonrpc":"2.0"}`, `{"jsonrpc":"2.0","note":"up"}`} {
 		script := filepath.Join(dir, "server"+strconv.Itoa(i)+".sh")
 		// cat holds stdout open until hone-collect closes the server.
 		if err := os.WriteFile(script, []byte("printf '%s\\n' '"+line+"'\nexec cat >/dev/null\n"), 0o644); err != nil {

@@ -104,14 +104,15 @@ func (s *stdoutTail) notJSON(err error) string {
 // of stdout as a JSON-RPC message: a line that is no JSON, or, in the
 // SDK's words, one of JSON that is none (a print of json.dumps): an
 // object without the version tag, any other value (1, "ready": the
-// SDK's "unmarshaling jsonrpc message"), or an empty array or null (its
-// "empty batch").
+// SDK's "unmarshaling jsonrpc message"), an empty array or null (its
+// "empty batch"), or an object with the tag and neither a method nor an
+// id (its "invalid request").
 func decodeFailure(err error) bool {
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
 		return true
 	}
-	for _, words := range []string{"invalid character", "invalid message version tag", "unmarshaling jsonrpc message", "empty batch"} {
+	for _, words := range []string{"invalid character", "invalid message version tag", "unmarshaling jsonrpc message", "empty batch", "invalid request"} {
 		if strings.Contains(err.Error(), words) {
 			return true
 		}
@@ -132,16 +133,24 @@ func isRPCHead(line []byte, cut bool) bool {
 	return bytes.HasPrefix(line, []byte("{")) && bytes.HasPrefix(bytes.TrimLeft(line[1:], " \t\r"), []byte(`"`))
 }
 
-// isRPC says whether line is a JSON-RPC 2.0 message, or a batch of them.
+// isRPC says whether line is a JSON-RPC 2.0 message, or a batch of them:
+// the version tag and a method or an id, as the SDK reads one. The tag
+// alone ({"jsonrpc":"2.0"}, a print of a status object) is none: the SDK
+// fails on it with "invalid request", which says nothing of stdout.
 func isRPC(line []byte) bool {
 	var m struct {
-		Version string `json:"jsonrpc"`
+		Version string          `json:"jsonrpc"`
+		Method  json.RawMessage `json:"method"`
+		ID      json.RawMessage `json:"id"`
 	}
 	if line[0] == '[' {
 		var batch []json.RawMessage
 		return json.Unmarshal(line, &batch) == nil && len(batch) > 0 && isRPC(bytes.TrimSpace(batch[0]))
 	}
-	return json.Unmarshal(line, &m) == nil && m.Version == "2.0"
+	if json.Unmarshal(line, &m) != nil || m.Version != "2.0" {
+		return false
+	}
+	return len(m.Method) > 0 || (len(m.ID) > 0 && string(m.ID) != "null")
 }
 
 // overLimit says whether err is the SDK's failure on a message over its

@@ -93,15 +93,7 @@ func (r *remoteAdapters) start(ctx context.Context, adapters *string, every time
 			}
 		}
 	}
-	// broken holds the runs that could not be pulled at the last poll:
-	// each is warned about once, when it breaks, not at every poll (a
-	// second by default) for as long as it stays so, which is for good
-	// when its trainer is gone. pull runs on one goroutine at a time.
-	broken := map[string]bool{}
-	// leftOut holds the steps ("run step-N") a pull left out because the
-	// store held them in part, each warned about once: Pull passes over
-	// such a step without failing, and nothing said it had.
-	leftOut := map[string]bool{}
+	warned := newRunWarnings(log)
 	timeout := cmp.Or(r.timeout, defaultPollTimeout)
 	pull := func(ctx context.Context) error {
 		var runs []string
@@ -112,17 +104,16 @@ func (r *remoteAdapters) start(ctx context.Context, adapters *string, every time
 		if err != nil {
 			return fmt.Errorf("list %s: %w", shown, err)
 		}
+		names := map[string]bool{}
 		for _, run := range runs {
 			name, _, _ := strings.Cut(run, "?")
 			name = path.Base(name)
 			if !runfolder.ValidRun(name) {
 				continue
 			}
+			names[name] = true
 			steps, err := pullRun(ctx, run, filepath.Join(cache, name), newest, timeout, func(step int, why error) {
-				if key := name + " " + runfolder.StepName(step); !leftOut[key] {
-					leftOut[key] = true
-					log.Warn("left out a step the store holds in part (being pruned by its trainer, or broken by hand); the run's other steps are pulled", "run", name, "step", step, "err", why)
-				}
+				warned.leftOutStep(name, step, why)
 			})
 			if err != nil {
 				if ctx.Err() != nil {
@@ -132,20 +123,15 @@ func (r *remoteAdapters) start(ctx context.Context, adapters *string, every time
 				// it lacks) must not keep the others from being served
 				// and updated: it is passed over, as a local adapters
 				// folder's broken run is, and tried at the next poll.
-				if !broken[name] {
-					log.Warn("cannot pull the run; the steps pulled before keep serving, tried at each poll, not warned about again until it pulls", "run", name, "from", fileset.RedactURL(run), "err", err)
-				}
-				broken[name] = true
+				warned.failed(name, run, err)
 				continue
 			}
-			if broken[name] {
-				log.Info("the run pulls again", "run", name)
-				delete(broken, name)
-			}
+			warned.pulled(name)
 			if len(steps) > 0 {
 				log.Info("pulled adapter steps", "run", name, "steps", steps, "into", cache)
 			}
 		}
+		warned.forget(names)
 		return nil
 	}
 	if err := pull(ctx); err != nil {
@@ -174,6 +160,73 @@ func (r *remoteAdapters) start(ctx context.Context, adapters *string, every time
 		<-done
 		removeTemporary()
 	}, nil
+}
+
+// runWarnings holds what the polls warned about of each run, so that each
+// is warned about once, not at every poll (a second by default) for as
+// long as it stays so, and forgets it once it no longer can: its entries
+// would otherwise grow for the server's life with every run and step
+// that ever failed. The polls run on one goroutine at a time.
+type runWarnings struct {
+	log *slog.Logger
+	// broken holds the runs that could not be pulled at their last try,
+	// which stay so for good when their trainer is gone.
+	broken map[string]bool
+	// leftOut holds, by run, the steps a pull left out because the store
+	// held them in part: Pull passes over such a step without failing,
+	// and nothing said it had.
+	leftOut map[string]map[int]bool
+}
+
+func newRunWarnings(log *slog.Logger) *runWarnings {
+	return &runWarnings{log: log, broken: map[string]bool{}, leftOut: map[string]map[int]bool{}}
+}
+
+// leftOutStep warns of a step of run left out, once.
+func (w *runWarnings) leftOutStep(run string, step int, why error) {
+	if w.leftOut[run][step] {
+		return
+	}
+	if w.leftOut[run] == nil {
+		w.leftOut[run] = map[int]bool{}
+	}
+	w.leftOut[run][step] = true
+	w.log.Warn("left out a step the store holds in part (being pruned by its trainer, or broken by hand); the run's other steps are pulled", "run", run, "step", step, "err", why)
+}
+
+// failed warns of a run that cannot be pulled from remote, once until it
+// pulls. Its left-out steps are kept: the next try meets them again.
+func (w *runWarnings) failed(run, remote string, err error) {
+	if !w.broken[run] {
+		w.log.Warn("cannot pull the run; the steps pulled before keep serving, tried at each poll, not warned about again until it pulls", "run", run, "from", fileset.RedactURL(remote), "err", err)
+	}
+	w.broken[run] = true
+}
+
+// pulled says that run pulls again, if it was broken, and forgets its
+// left-out steps: the copy's latest has moved past them, and a pull
+// copies only steps after it.
+func (w *runWarnings) pulled(run string) {
+	if w.broken[run] {
+		w.log.Info("the run pulls again", "run", run)
+		delete(w.broken, run)
+	}
+	delete(w.leftOut, run)
+}
+
+// forget drops the runs no longer listed (deleted from the store): a run
+// of the same name made later is another, warned about anew.
+func (w *runWarnings) forget(listed map[string]bool) {
+	for run := range w.broken {
+		if !listed[run] {
+			delete(w.broken, run)
+		}
+	}
+	for run := range w.leftOut {
+		if !listed[run] {
+			delete(w.leftOut, run)
+		}
+	}
 }
 
 // pullRun pulls a run's newest steps, without optimizer state, into dst,

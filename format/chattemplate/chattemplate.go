@@ -340,7 +340,7 @@ func (t *Template) add(name, source, origin string) error {
 	// without the calls Render's text wraps expressions in
 	// (syntaxSource): the engine reads their arguments without commas,
 	// and {{ 1 2 }} compiled as __hone_out(1 2).
-	if _, err := jinja.Compile(indexAttrsInTags(text)); err != nil {
+	if _, err := jinja.Compile(indexAttrsInTags(withoutKeepMarkers(text))); err != nil {
 		if insErr != nil {
 			return &badTemplate{fmt.Errorf("compile: %w", err)}
 		}

@@ -540,6 +540,12 @@ var opsStatements = map[string]bool{"if": true, "elif": true, "for": true, "call
 // statement rewrites a {% ... %} tag and follows the block structure.
 func (w *rewriter) statement(s segment, content string) error {
 	kw := keyword(content)
+	if leadingName(content) == "" {
+		// A sign where the name goes ({% - if %}, or a "-" beside a
+		// "+" marker, {%+- if %}): the engine takes the tag for the end
+		// of the template and renders nothing after it.
+		return &staticError{"tag name expected"}
+	}
 	if name := leadingName(content); name != kw {
 		// jinja2's tag name is the whole name ({%for0 … %} is no for);
 		// the engine's and keyword's stop at the digit.
@@ -881,10 +887,39 @@ func (w *rewriter) tag(s segment, content string) {
 		w.out.WriteByte('-')
 	}
 	w.out.WriteString(content)
+	if strings.HasSuffix(content, "-") || strings.HasSuffix(content, "+") {
+		// The sign jinja2 read as an operator before a "+" marker
+		// ({% if t -+%}): the engine would take a "-" for its own
+		// marker and accept the tag jinja2 refuses.
+		w.out.WriteByte(' ')
+	}
 	if s.trimRight {
 		w.out.WriteByte('-')
 	}
 	w.out.WriteString(close)
+}
+
+// withoutKeepMarkers is src with the "+" markers of its block tags and
+// comments ({%+, +%}, {#+, +#}) made spaces, for the engine's check of
+// the text as written: it reads no such marker, and a "{%+" is a tag
+// with no name to it, where its parser ends the template and checks
+// nothing after. Offsets and lines stay as they are. src is returned as
+// it is when scan refuses it, for the engine to report.
+func withoutKeepMarkers(src string) string {
+	segs, err := scan(src)
+	if err != nil || !strings.Contains(src, "+") {
+		return src
+	}
+	b := []byte(src)
+	for _, s := range segs {
+		if s.keepLeft {
+			b[s.from-1] = ' '
+		}
+		if s.keepRight {
+			b[s.to] = ' '
+		}
+	}
+	return string(b)
 }
 
 // setWithHook wraps the value of an inline {% set target = value %}, whose

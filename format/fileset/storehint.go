@@ -59,16 +59,22 @@ var ErrNoCredentials = errors.New("no credentials for the store")
 
 // noCredentials reports whether err is the SDK's, where its credential
 // chain ran out. The SDK says "no EC2 IMDS role found" of any failed
-// request to the instance metadata service; one that answered with a
-// status other than 404 (throttled, 429; down, 503) may have a role and
+// request to the instance metadata service; one that answered that it
+// is busy (throttled, 429) or failing (5xx, 503 down) may have a role and
 // did not say there is none: a failure a retry may get past, not keys to
-// set.
+// set. Its other refusals are for good: 404 (no role), and those of
+// another cloud's service at its address (Azure's 400 to a request
+// without its header, GCE's 403), which has no role to give.
 func noCredentials(err error) bool {
 	if !strings.Contains(err.Error(), "no EC2 IMDS role found") {
 		return false
 	}
 	var answered interface{ HTTPStatusCode() int }
-	return !errors.As(err, &answered) || answered.HTTPStatusCode() == http.StatusNotFound
+	if !errors.As(err, &answered) {
+		return true
+	}
+	code := answered.HTTPStatusCode()
+	return code != http.StatusTooManyRequests && code < http.StatusInternalServerError
 }
 
 // noCredentialsError is a store's error that matches ErrNoCredentials.

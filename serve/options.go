@@ -147,11 +147,28 @@ func (o Options) WithDefaults() Options {
 	return o
 }
 
-// checkLimits returns an error naming the first negative limit of o, and
-// its flag: WithDefaults would put the flag's default in its place (or,
-// for KVCacheBytes, the engine no limit), where the caller had asked for
-// a limit of their own.
-func (o Options) checkLimits() error {
+// LimitError is a negative limit of Options: WithDefaults would put the
+// flag's default in its place (or, for KVCacheBytes, the engine no
+// limit), where the caller had asked for a limit of their own. It names
+// the field and its flag; hone-serve shows it as its flag's usage error
+// (FlagMessage), so the one table below serves both.
+type LimitError struct {
+	Field, Flag string // MaxBatch, max-batch
+	Value       any
+	Want, Zero  string // "a sequence count", "the default (32)"
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("serve: %s %v (--%s): want %s, or 0 for %s", e.Field, e.Value, e.Flag, e.Want, e.Zero)
+}
+
+// FlagMessage is the error as a command line shows it, by its flag.
+func (e *LimitError) FlagMessage() string {
+	return fmt.Sprintf("--%s %v: want %s, or 0 for %s", e.Flag, e.Value, e.Want, e.Zero)
+}
+
+// NegativeLimit is the first negative limit of o, nil when there is none.
+func (o Options) NegativeLimit() *LimitError {
 	fs := pflag.NewFlagSet("defaults", pflag.ContinueOnError)
 	(&Options{}).AddFlags(fs)
 	for _, l := range []struct {
@@ -177,7 +194,15 @@ func (o Options) checkLimits() error {
 		if l.field == "KVCacheBytes" {
 			zero = "no limit"
 		}
-		return fmt.Errorf("serve: %s %v (--%s): want %s, or 0 for %s", l.field, l.val, l.flag, l.want, zero)
+		return &LimitError{Field: l.field, Flag: l.flag, Value: l.val, Want: l.want, Zero: zero}
+	}
+	return nil
+}
+
+// checkLimits is NegativeLimit as an error (a nil one when there is none).
+func (o Options) checkLimits() error {
+	if l := o.NegativeLimit(); l != nil {
+		return l
 	}
 	return nil
 }

@@ -130,12 +130,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		// Refused before the model loads, which can take minutes, and as
 		// bad usage: the listen failing after the load was exit 1.
 		return cli.Usagef("--port %d: want 1 to 65535, or 0 for any free port", opts.Port)
-	case opts.KVCacheBytes < 0:
-		// It would start and then refuse every request.
-		return cli.Usagef("--kv-cache-bytes %d: want a byte count, or 0 for no limit", opts.KVCacheBytes)
 	}
-	if err := negativeLimit(fs, opts); err != nil {
-		return err
+	// A negative limit became its default (or, for --kv-cache-bytes, no
+	// limit) without a word, where the user had asked for one of their
+	// own: bad usage, from serve's own table of limits.
+	if l := opts.NegativeLimit(); l != nil {
+		return cli.Usagef("%s", l.FlagMessage())
 	}
 	keysFromEnv(fs, &opts, getenv)
 	if opts.Upstream != "" {
@@ -225,33 +225,6 @@ func loopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// negativeLimit refuses the first negative limit among opts as bad usage
-// naming its flag: serve and its vLLM front put the default in place of
-// a negative limit (as of 0), without a word, where the user had asked
-// for a limit of their own.
-func negativeLimit(fs *pflag.FlagSet, opts serve.Options) error {
-	for _, l := range []struct {
-		flag, want string
-		neg        bool
-		val        any
-	}{
-		{"max-batch", "a sequence count", opts.MaxBatch < 0, opts.MaxBatch},
-		{"max-queue", "a sequence count", opts.MaxQueue < 0, opts.MaxQueue},
-		{"prefill-tokens", "a token count", opts.PrefillTokens < 0, opts.PrefillTokens},
-		{"max-adapters", "a step count", opts.MaxAdapters < 0, opts.MaxAdapters},
-		{"max-tokens", "a token count", opts.MaxTokens < 0, opts.MaxTokens},
-		{"max-body-bytes", "a byte count", opts.MaxBodyBytes < 0, opts.MaxBodyBytes},
-		{"request-timeout", "a duration", opts.RequestTimeout < 0, opts.RequestTimeout},
-		{"drain-timeout", "a duration", opts.DrainTimeout < 0, opts.DrainTimeout},
-		{"poll-interval", "a duration", opts.PollInterval < 0, opts.PollInterval},
-	} {
-		if l.neg {
-			return cli.Usagef("--%s %v: want %s, or 0 for the default (%s)", l.flag, l.val, l.want, fs.Lookup(l.flag).DefValue)
-		}
-	}
-	return nil
 }
 
 // engineFlags are the flags that only the embedded engine reads, each with

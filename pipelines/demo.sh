@@ -325,7 +325,7 @@ evaluate() {
 	for t in 0 1; do
 		logged "$OUT"/eval/collect.log "$BIN"/hone-collect "${ENV_ARGS[@]}" --groups "$EVAL_EPISODES" -G 1 --model "$model" \
 			--base-url "$URL" --api-key none --temperature "$t" --max-tokens "$MAX_TOKENS" \
-			--seed "$EVAL_SEED" --run "eval-$label" \
+			--seed "$EVAL_SEED" --split "$EVAL_SPLIT" --run "eval-$label" \
 			-o "$OUT/eval/$label-T$t.parquet"
 		[ "$label" = base ] && [ "$t" = 0 ] && check_eval_metrics "$OUT/eval/$label-T$t.parquet"
 		# Through a file, not a pipe: a failed read stops the run with

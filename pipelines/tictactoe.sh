@@ -113,7 +113,7 @@ logged() {
 for p in teacher blocker; do
 	logged "$OUT"/eval/collect.log "hone-collect --policy scripted:$p" \
 		"$BIN"/hone-collect "${ENV_ARGS[@]}" --groups "$EVAL_EPISODES" -G 1 --policy "scripted:$p" \
-		--seed "$EVAL_SEED" --run "eval-scripted-$p" -o "$OUT/eval/scripted-$p.parquet"
+		--seed "$EVAL_SEED" --split "$EVAL_SPLIT" --run "eval-scripted-$p" -o "$OUT/eval/scripted-$p.parquet"
 	logged "$OUT"/eval/inspect.log "hone-inspect to-jsonl $OUT/eval/scripted-$p.parquet" \
 		"$BIN"/hone-inspect to-jsonl "$OUT/eval/scripted-$p.parquet" >"$OUT/eval/scripted-$p.jsonl"
 	jq -sc --arg p "$p" 'def total(m): map(.metrics[m] // 0) | add;

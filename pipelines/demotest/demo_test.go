@@ -199,6 +199,12 @@ func TestDemoPlumbing(t *testing.T) {
 			t.Errorf("missing artefact: %v", err)
 		}
 	}
+	// The held-out episodes say so in their rows: they used to be labelled
+	// train, so that a later hone-train or report fed them took them for
+	// training data.
+	for _, f := range []string{"base-T0.jsonl", "rl-T1.jsonl"} {
+		checkSplit(t, filepath.Join(out, "eval", f), "val")
+	}
 	// The demo's eval files and trajectories go through the report as they
 	// are: --eval used to fail on them with ":1: unexpected EOF".
 	page := filepath.Join(out, "report.html")
@@ -228,6 +234,28 @@ func TestDemoPlumbing(t *testing.T) {
 		c, err := os.ReadFile(p)
 		if err == nil && bytes.Contains(c, []byte(out)) && bytes.Contains(c, []byte("hone-serve")) {
 			t.Errorf("hone-serve still running after the demo: %s %q", p, bytes.ReplaceAll(c, []byte{0}, []byte{' '}))
+		}
+	}
+}
+
+// checkSplit fails t unless every episode of the JSON lines file (a
+// hone-inspect to-jsonl output) is of split want.
+func checkSplit(t *testing.T, file, want string) {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	for i, line := range lines {
+		var row struct {
+			Split string `json:"split"`
+		}
+		if err := json.Unmarshal([]byte(line), &row); err != nil {
+			t.Fatalf("%s:%d: %v", file, i+1, err)
+		}
+		if row.Split != want {
+			t.Fatalf("%s:%d: split %q, want %q (%d rows)", file, i+1, row.Split, want, len(lines))
 		}
 	}
 }
@@ -348,6 +376,7 @@ func TestTictactoeEnvOpts(t *testing.T) {
 		if s.Scripted[p].WinOrDraw == nil {
 			t.Errorf("summary has no win_or_draw of the scripted %s:\n%s", p, b)
 		}
+		checkSplit(t, filepath.Join(out, "eval", "scripted-"+p+".jsonl"), "val")
 	}
 }
 

@@ -169,7 +169,7 @@ func StartWithin(ctx context.Context, timeout time.Duration, start func(ctx cont
 func openMCP(ctx context.Context, cmd, url, system, tasks string) (env.Env, error) {
 	argv, err := stdio.Split(cmd)
 	if err != nil {
-		return nil, stageerr.Usage(err)
+		return nil, stageerr.Usagef("--env-opt cmd: %w", err)
 	}
 	mo := mcpenv.Options{Command: argv, URL: url, System: system}
 	if tasks != "" {
@@ -189,7 +189,7 @@ func openMCP(ctx context.Context, cmd, url, system, tasks string) (env.Env, erro
 func openStdio(ctx context.Context, cmd, dir string) (env.Env, error) {
 	argv, err := stdio.Split(cmd)
 	if err != nil {
-		return nil, stageerr.Usage(err)
+		return nil, stageerr.Usagef("--env-opt cmd: %w", err)
 	}
 	if len(argv) == 0 {
 		return nil, stageerr.Usagef("needs --env-opt cmd='PROGRAM ARGS...'")

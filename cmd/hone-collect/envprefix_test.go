@@ -15,7 +15,7 @@ func TestEnvErrorNamesEnvOnce(t *testing.T) {
 		env, opt, want string
 	}{
 		{"tictactoe", "opponent=perfect", `environment tictactoe: opponent "perfect"`},
-		{"stdio", "cmd='a", `environment stdio: unbalanced quote`},
+		{"stdio", "cmd='a", `environment stdio: --env-opt cmd: unbalanced quote`},
 		{"stdio", "dir=" + folder, `environment stdio: needs --env-opt cmd=`},
 		{"mcp", "url=localhost:3000/mcp", `environment mcp: url "localhost:3000/mcp"`},
 		{"mcp", "cmd=" + folder, `environment mcp: start ` + folder},

@@ -74,7 +74,7 @@ func TestMCPCmdUnbalancedQuote(t *testing.T) {
 		want string
 	}{
 		{[]string{"scenarios", "--mcp-cmd", "'a", "--model", "m", "-o", filepath.Join(t.TempDir(), "t.jsonl")}, `--mcp-cmd: unbalanced quote in "'a"`},
-		{[]string{"--env", "mcp", "--env-opt", "cmd='a", "--groups", "1", "--policy", "scripted:replay", "-o", filepath.Join(t.TempDir(), "o.parquet")}, `environment mcp: unbalanced quote in "'a"`},
+		{[]string{"--env", "mcp", "--env-opt", "cmd='a", "--groups", "1", "--policy", "scripted:replay", "-o", filepath.Join(t.TempDir(), "o.parquet")}, `environment mcp: --env-opt cmd: unbalanced quote in "'a"`},
 	} {
 		r := collectBin(t, c.args...)
 		if r.code != 2 || !strings.Contains(r.stderr, c.want) || strings.Contains(r.stderr, "stdio") {

@@ -115,7 +115,7 @@ func reservedNames() map[string]bool {
 // (reserved, which reservedNames gives, or one of our str methods,
 // mutators, call blocks' macros or loops' saved names).
 func isReserved(reserved map[string]bool, k string) bool {
-	return reserved[k] || strings.HasPrefix(k, strMethodPrefix) || strings.HasPrefix(k, mutCallPrefix) || strings.HasPrefix(k, callerPrefix) ||
+	return reserved[k] || strings.HasPrefix(k, strMethodPrefix) || strings.HasPrefix(k, mutCallPrefix) || strings.HasPrefix(k, dictMethodPrefix) || strings.HasPrefix(k, callerPrefix) ||
 		strings.HasPrefix(k, loopOuterPrefix)
 }
 
@@ -382,7 +382,7 @@ func (t *Template) add(name, source, origin string) error {
 	t.sources[name] = source
 	t.origins[name] = origin
 	py := map[string]jinja.Value{}
-	for _, calls := range []map[string]jinja.Value{pyCallables(), strMethodCallables(), strBoundCallables(), mutatorCallables()} {
+	for _, calls := range []map[string]jinja.Value{pyCallables(), strMethodCallables(), strBoundCallables(), mutatorCallables(), dictMethodCallables()} {
 		for k, v := range calls {
 			if strings.Contains(ins.source, k) {
 				py[k] = v

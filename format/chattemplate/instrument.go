@@ -963,7 +963,8 @@ func renameFilters(code string) string {
 		!strings.Contains(code, "reject") && !strings.Contains(code, "list") && !strings.Contains(code, "round") && !strings.Contains(code, "int") && !strings.Contains(code, "format") && !strings.Contains(code, "sort") && !strings.Contains(code, "map") && !strings.Contains(code, "join") &&
 		!strings.Contains(code, "first") && !strings.Contains(code, "last") && !strings.Contains(code, "unique") &&
 		!strings.Contains(code, "min") && !strings.Contains(code, "max") && !strings.Contains(code, "sum") &&
-		!strings.Contains(code, "append") && !strings.Contains(code, "insert") && !strings.Contains(code, "update") && !strings.Contains(code, "pop") &&
+		!strings.Contains(code, "append") && !strings.Contains(code, "insert") && !strings.Contains(code, "items") && !strings.Contains(code, "keys") && !strings.Contains(code, "values") && !strings.Contains(code, "get") &&
+		!strings.Contains(code, "update") && !strings.Contains(code, "pop") &&
 		!strings.Contains(code, "find") && !strings.Contains(code, "index") && !strings.Contains(code, "count") &&
 		!strings.Contains(code, "title") && !strings.Contains(code, "capitalize") && !strings.Contains(code, "center") &&
 		!strings.Contains(code, "slice") && !strings.Contains(code, "attr") &&
@@ -1025,6 +1026,12 @@ func renameFilters(code string) string {
 			if name := code[i+1 : k]; isStrMethod(name) && strings.HasPrefix(code[j:], "|"+splatName+"(") {
 				// called with *args or **kwargs (strBoundPrefix)
 				b.WriteString("|" + strBoundPrefix + name)
+				i = k
+				continue
+			}
+			if name := code[i+1 : k]; isDictMethod(name) && j < len(code) && code[j] == '(' {
+				// called only (dictmethods.go)
+				b.WriteString("|" + dictMethodPrefix + name)
 				i = k
 				continue
 			}

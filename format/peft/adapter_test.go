@@ -300,6 +300,9 @@ func TestReadRejects(t *testing.T) {
 		"seq cls":           {strings.Replace(good, `CAUSAL_LM`, `SEQ_CLS`, 1), pair(), "task_type"},
 		"no r":              {strings.Replace(good, `"r":2,`, ``, 1), pair(), "required"},
 		"bad json":          {`{"r":`, pair(), "adapter config"},
+		// PEFT reads the file as UTF-8 text and fails on such a byte; Go's
+		// json would read it as U+FFFD, naming another base model.
+		"not utf-8": {strings.Replace(good, `"bias":"none"`, "\"bias\":\"none\",\"base_model_name_or_path\":\"Qwen/\xffQwen\"", 1), pair(), "not valid UTF-8 at byte"},
 		"no weights":        {good, nil, "no such file"},
 		"A only":            {good, []safetensors.Tensor{f32(t, qa, 2, 16)}, "without lora_B"},
 		"rank differs":      {good, []safetensors.Tensor{f32(t, qa, 3, 16), f32(t, qb, 16, 3)}, "rank r = 2"},

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"unicode/utf8"
 )
 
 // Unmarshal decodes the JSON object data into the struct v points to,
@@ -22,6 +23,12 @@ func Unmarshal(data []byte, v any) error {
 	t := reflect.TypeOf(v)
 	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
 		return fmt.Errorf("exactjson: want a pointer to a struct, got %v", t)
+	}
+	// Python opens these files as UTF-8 text and fails on a byte that is
+	// not; encoding/json would read it as U+FFFD, so a name in the file
+	// would come out as another string here than anywhere else.
+	if !utf8.Valid(data) {
+		return fmt.Errorf("not valid UTF-8 at byte %d", firstInvalid(data))
 	}
 	var kv map[string]json.RawMessage
 	if err := json.Unmarshal(data, &kv); err != nil {
@@ -57,4 +64,17 @@ func names(t reflect.Type) map[string]bool {
 		known[name] = true
 	}
 	return known
+}
+
+// firstInvalid returns the offset of the first byte of data that does not
+// begin a valid UTF-8 sequence (len(data) when all do).
+func firstInvalid(data []byte) int {
+	for i := 0; i < len(data); {
+		r, n := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return len(data)
 }

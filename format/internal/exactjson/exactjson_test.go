@@ -2,6 +2,7 @@ package exactjson
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -53,5 +54,21 @@ func TestUnmarshalErrors(t *testing.T) {
 	}
 	if err := Unmarshal([]byte(`{}`), s); err == nil {
 		t.Error("a struct value, not a pointer: no error")
+	}
+}
+
+// TestUnmarshalInvalidUTF8: Python's json, reading the file as UTF-8
+// text, fails on a byte that is not; encoding/json would read it as
+// U+FFFD, so the same file would hold another string here.
+func TestUnmarshalInvalidUTF8(t *testing.T) {
+	var s sample
+	for _, in := range []string{"{\"Plain\": \"a\xffb\"}", "{\"other\": \"\xc3\"}", "{\"rope_theta\": 1}\xfe"} {
+		err := Unmarshal([]byte(in), &s)
+		if err == nil || !strings.Contains(err.Error(), "not valid UTF-8 at byte") {
+			t.Errorf("%q: %v", in, err)
+		}
+	}
+	if err := Unmarshal([]byte(`{"Plain": "é ✓"}`), &s); err != nil || s.Plain != "é ✓" {
+		t.Errorf("valid UTF-8: %v %q", err, s.Plain)
 	}
 }

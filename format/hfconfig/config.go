@@ -239,14 +239,21 @@ type raw struct {
 // and hone-train sequences past it, so both stages hold the model to one
 // length.
 func (c *Config) MaxModelLen() int {
-	n := c.MaxPositionEmbeddings
+	n, _ := c.scaledLen()
+	return int(n) // Parse refused a length past maxPositions
+}
+
+// scaledLen is MaxModelLen in float64, before the conversion to int that
+// would overflow on a huge factor, and the factor applied (1 for none).
+func (c *Config) scaledLen() (float64, float64) {
+	n := float64(c.MaxPositionEmbeddings)
 	if c.ModelType == "gemma3_text" {
-		return n
+		return n, 1
 	}
 	if (c.RoPE.Type == "linear" || c.RoPE.Type == "dynamic") && c.RoPE.Factor > 1 {
-		n = int(float64(n) * c.RoPE.Factor)
+		return n * c.RoPE.Factor, c.RoPE.Factor
 	}
-	return n
+	return n, 1
 }
 
 // Load reads dir/config.json and, when present, dir/generation_config.json. dir may
@@ -384,6 +391,20 @@ func gemma3TextDefaults() map[string]int {
 // digits too many, must be refused here, not left to exhaust the memory.
 const maxLayers = 1 << 16
 
+// maxWidth bounds every size a config gives (vocab_size, hidden_size,
+// intermediate_size, the head counts, head_dim) and the projection widths
+// heads × head_dim; the largest released checkpoints stay under 2^19. A
+// corrupt value past it would overflow the products taken of it (2^31
+// heads of 2^33 dimensions make a q_proj of 0 rows), and below it any
+// product of two sizes fits an int.
+const maxWidth = 1 << 24
+
+// maxPositions bounds MaxModelLen, max_position_embeddings scaled by a
+// linear or dynamic RoPE factor, so that the product stays an int (a
+// factor of 1e300 made it negative); the longest contexts released are
+// about 2^24 tokens.
+const maxPositions = 1 << 31
+
 // parseShape reads the sizes: vocabulary, hidden and MLP widths, layers,
 // query and key/value heads, and the head dimension.
 func parseShape(r *raw, c *Config) error {
@@ -400,6 +421,9 @@ func parseShape(r *raw, c *Config) error {
 		}
 		if *p <= 0 {
 			return 0, fmt.Errorf("hfconfig: %s: %d must be positive", field, *p)
+		}
+		if *p > maxWidth && field != "num_hidden_layers" {
+			return 0, fmt.Errorf("hfconfig: %s %d is more than %d (a corrupt value?)", field, *p, maxWidth)
 		}
 		return *p, nil
 	}
@@ -448,6 +472,11 @@ func parseShape(r *raw, c *Config) error {
 	if c.HeadDim <= 0 || c.HeadDim%2 != 0 {
 		return fmt.Errorf("hfconfig: head_dim %d must be positive and even (RoPE rotates pairs)", c.HeadDim)
 	}
+	// Checked by division, so that QDim is only taken once it fits; KVDim
+	// is at most QDim, since num_key_value_heads divides the heads.
+	if c.HeadDim > maxWidth/c.NumAttentionHeads {
+		return fmt.Errorf("hfconfig: num_attention_heads %d × head_dim %d is more than %d (a corrupt value?)", c.NumAttentionHeads, c.HeadDim, maxWidth)
+	}
 	return nil
 }
 
@@ -493,6 +522,9 @@ func parseNumerics(r *raw, c *Config) error {
 	}
 	if c.MaxPositionEmbeddings <= 0 {
 		return fmt.Errorf("hfconfig: max_position_embeddings %d must be positive", c.MaxPositionEmbeddings)
+	}
+	if n, f := c.scaledLen(); n > maxPositions {
+		return fmt.Errorf("hfconfig: max_position_embeddings %d × rope factor %v is more than %d positions (a corrupt value?)", c.MaxPositionEmbeddings, f, maxPositions)
 	}
 	return nil
 }

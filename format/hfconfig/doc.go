@@ -10,7 +10,8 @@
 // "type" or "rope_type", and the newer rope_parameters object), and token ids given as
 // an int, a list or null. Anything a model built from the Config could get silently
 // wrong — an unknown model_type, an unknown RoPE type, an activation other than silu,
-// heads that do not divide — is an error naming the field.
+// heads that do not divide, a size or heads × head_dim past 2^24, a context length
+// past 2^31 once scaled — is an error naming the field.
 //
 // gemma3_text follows Gemma3TextConfig (transformers' configuration_gemma3.py):
 // hidden_activation (only gelu_pytorch_tanh), head_dim 256, rope_theta 1e6 and tied

@@ -26,7 +26,8 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		if c.NumKeyValueHeads <= 0 || c.NumAttentionHeads%c.NumKeyValueHeads != 0 || c.HeadDim <= 0 || c.HeadDim%2 != 0 ||
-			c.HiddenSize <= 0 || c.VocabSize <= 0 || !(c.RMSNormEps > 0) || !(c.RoPE.Theta > 0) {
+			c.HiddenSize <= 0 || c.VocabSize <= 0 || !(c.RMSNormEps > 0) || !(c.RoPE.Theta > 0) ||
+			c.QDim() <= 0 || c.KVDim() <= 0 || c.MaxModelLen() <= 0 {
 			t.Fatalf("accepted inconsistent config %+v", c)
 		}
 		for _, id := range c.EOSTokenIDs {

@@ -161,7 +161,7 @@ func eosRule(g *GenerationConfig, configEOS []int) []int {
 func LoadEOS(dir string) ([]int, error) {
 	var g *GenerationConfig
 	gpath := filepath.Join(dir, GenerationConfigName)
-	gdata, err := os.ReadFile(gpath)
+	gdata, err := exactjson.ReadFile(gpath)
 	switch {
 	case err == nil:
 		if g, err = ParseGenerationConfig(gdata); err != nil {
@@ -172,7 +172,7 @@ func LoadEOS(dir string) ([]int, error) {
 	}
 	var configEOS []int
 	path := filepath.Join(dir, ConfigName)
-	data, err := os.ReadFile(path)
+	data, err := exactjson.ReadFile(path)
 	switch {
 	case err == nil:
 		var r struct {
@@ -263,7 +263,7 @@ func Load(dir string) (*Config, error) {
 	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
 		path, dir = dir, filepath.Dir(dir)
 	}
-	data, err := os.ReadFile(path)
+	data, err := exactjson.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("hfconfig: %w", err)
 	}
@@ -272,7 +272,7 @@ func Load(dir string) (*Config, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	gpath := filepath.Join(dir, GenerationConfigName)
-	gdata, err := os.ReadFile(gpath)
+	gdata, err := exactjson.ReadFile(gpath)
 	switch {
 	case err == nil:
 		g, err := ParseGenerationConfig(gdata)

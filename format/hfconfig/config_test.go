@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -391,6 +392,35 @@ func TestMistral(t *testing.T) {
 	for _, bad := range []string{`,"sliding_window":0`, `,"sliding_window":-1`, `,"sliding_window":"4096"`} {
 		if _, err := mistral(bad); err == nil || !strings.Contains(err.Error(), "sliding_window") {
 			t.Errorf("mistral %s: %v, want an error naming sliding_window", bad, err)
+		}
+	}
+}
+
+// TestLoadHugeFiles: a config.json or generation_config.json of a
+// gigabyte is refused by its size, naming the file, not read whole first.
+func TestLoadHugeFiles(t *testing.T) {
+	for _, name := range []string{ConfigName, GenerationConfigName} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, ConfigName), []byte(fmt.Sprintf(base, "")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if name == GenerationConfigName {
+			if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Truncate(filepath.Join(dir, name), 1<<30); err != nil { // sparse: no disk used
+			t.Fatal(err)
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := Load(dir)
+		runtime.ReadMemStats(&after)
+		if err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "1073741824 bytes") {
+			t.Errorf("%s: error %v does not name the file and its size", name, err)
+		}
+		if got := after.TotalAlloc - before.TotalAlloc; got > 1<<26 {
+			t.Errorf("%s: allocated %d bytes to refuse it", name, got)
 		}
 	}
 }

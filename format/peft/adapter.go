@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/hone-rl/hone/format/hfconfig"
+	"github.com/hone-rl/hone/format/internal/exactjson"
 	"github.com/hone-rl/hone/format/safetensors"
 )
 
@@ -128,7 +129,7 @@ var nameRE = regexp.MustCompile(`^base_model\.model\.(model\.layers|model\.langu
 // Read loads the adapter in dir (adapter_config.json + adapter_model.safetensors).
 func Read(dir string) (*Adapter, error) {
 	cpath := filepath.Join(dir, ConfigName)
-	raw, err := os.ReadFile(cpath)
+	raw, err := exactjson.ReadFile(cpath)
 	if err != nil {
 		return nil, fmt.Errorf("peft: %w", err)
 	}

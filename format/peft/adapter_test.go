@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -286,23 +287,23 @@ func TestReadRejects(t *testing.T) {
 		ts     []safetensors.Tensor
 		want   string
 	}{
-		"dora":              {cfg(`"bias":"none","use_dora":true`), pair(), "DoRA"},
-		"modules_to_save":   {cfg(`"bias":"none","modules_to_save":["lm_head"]`), pair(), "modules_to_save"},
-		"bias":              {cfg(`"bias":"lora_only"`), pair(), `bias "lora_only"`},
-		"lora_bias":         {cfg(`"bias":"none","lora_bias":true`), pair(), "lora_bias"},
-		"rank_pattern":      {cfg(`"bias":"none","rank_pattern":{"q_proj":4}`), pair(), "rank_pattern"},
-		"fan_in_fan_out":    {cfg(`"bias":"none","fan_in_fan_out":true`), pair(), "fan_in_fan_out"},
-		"regex targets":     {strings.Replace(good, `["q_proj"]`, `".*q_proj"`, 1), pair(), "regular expressions"},
-		"unknown target":    {strings.Replace(good, `["q_proj"]`, `["q_proj","c_attn"]`, 1), pair(), `"c_attn"`},
-		"no targets":        {strings.Replace(good, `"target_modules":["q_proj"],`, ``, 1), pair(), "target_modules is required"},
-		"not lora":          {strings.Replace(good, `"LORA"`, `"IA3"`, 1), pair(), `"IA3"`},
-		"no peft_type":      {strings.Replace(good, `"peft_type":"LORA",`, ``, 1), pair(), "peft_type"},
-		"seq cls":           {strings.Replace(good, `CAUSAL_LM`, `SEQ_CLS`, 1), pair(), "task_type"},
-		"no r":              {strings.Replace(good, `"r":2,`, ``, 1), pair(), "required"},
-		"bad json":          {`{"r":`, pair(), "adapter config"},
+		"dora":            {cfg(`"bias":"none","use_dora":true`), pair(), "DoRA"},
+		"modules_to_save": {cfg(`"bias":"none","modules_to_save":["lm_head"]`), pair(), "modules_to_save"},
+		"bias":            {cfg(`"bias":"lora_only"`), pair(), `bias "lora_only"`},
+		"lora_bias":       {cfg(`"bias":"none","lora_bias":true`), pair(), "lora_bias"},
+		"rank_pattern":    {cfg(`"bias":"none","rank_pattern":{"q_proj":4}`), pair(), "rank_pattern"},
+		"fan_in_fan_out":  {cfg(`"bias":"none","fan_in_fan_out":true`), pair(), "fan_in_fan_out"},
+		"regex targets":   {strings.Replace(good, `["q_proj"]`, `".*q_proj"`, 1), pair(), "regular expressions"},
+		"unknown target":  {strings.Replace(good, `["q_proj"]`, `["q_proj","c_attn"]`, 1), pair(), `"c_attn"`},
+		"no targets":      {strings.Replace(good, `"target_modules":["q_proj"],`, ``, 1), pair(), "target_modules is required"},
+		"not lora":        {strings.Replace(good, `"LORA"`, `"IA3"`, 1), pair(), `"IA3"`},
+		"no peft_type":    {strings.Replace(good, `"peft_type":"LORA",`, ``, 1), pair(), "peft_type"},
+		"seq cls":         {strings.Replace(good, `CAUSAL_LM`, `SEQ_CLS`, 1), pair(), "task_type"},
+		"no r":            {strings.Replace(good, `"r":2,`, ``, 1), pair(), "required"},
+		"bad json":        {`{"r":`, pair(), "adapter config"},
 		// PEFT reads the file as UTF-8 text and fails on such a byte; Go's
 		// json would read it as U+FFFD, naming another base model.
-		"not utf-8": {strings.Replace(good, `"bias":"none"`, "\"bias\":\"none\",\"base_model_name_or_path\":\"Qwen/\xffQwen\"", 1), pair(), "not valid UTF-8 at byte"},
+		"not utf-8":         {strings.Replace(good, `"bias":"none"`, "\"bias\":\"none\",\"base_model_name_or_path\":\"Qwen/\xffQwen\"", 1), pair(), "not valid UTF-8 at byte"},
 		"no weights":        {good, nil, "no such file"},
 		"A only":            {good, []safetensors.Tensor{f32(t, qa, 2, 16)}, "without lora_B"},
 		"rank differs":      {good, []safetensors.Tensor{f32(t, qa, 3, 16), f32(t, qb, 16, 3)}, "rank r = 2"},
@@ -489,5 +490,32 @@ func TestConfigKeysExact(t *testing.T) {
 	// The exact key is still read.
 	if c, err := ParseConfig([]byte(good + `,"use_rslora":true}`)); err != nil || !c.UseRSLoRA {
 		t.Errorf("use_rslora: %+v, %v", c, err)
+	}
+}
+
+// TestReadHugeConfig: an adapter_config.json of a gigabyte (a weights file
+// copied to the wrong name, a corrupt write) is refused by its size, not
+// read whole into memory first.
+func TestReadHugeConfig(t *testing.T) {
+	dir := t.TempDir()
+	f, err := os.Create(filepath.Join(dir, ConfigName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(1 << 30); err != nil { // sparse: no disk used
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = Read(dir)
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), ConfigName) || !strings.Contains(err.Error(), "1073741824 bytes") {
+		t.Fatalf("error %v does not name the file and its size", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<26 {
+		t.Errorf("allocated %d bytes to refuse it", got)
 	}
 }

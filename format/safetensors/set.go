@@ -68,7 +68,7 @@ func Open(path string) (*Set, error) {
 
 // OpenIndex opens the sharded checkpoint described by the index file at path.
 func OpenIndex(path string) (*Set, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := exactjson.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -187,5 +188,31 @@ func TestIndexKeysExact(t *testing.T) {
 	defer s.Close()
 	if !s.Has(a.Name) || s.Has("lm_head.weight") {
 		t.Errorf("tensors %v, want %s alone", s.Names(), a.Name)
+	}
+}
+
+// TestOpenIndexHuge: an index of a gigabyte is refused by its size, naming
+// the file, not read whole first.
+func TestOpenIndexHuge(t *testing.T) {
+	path := filepath.Join(t.TempDir(), IndexName)
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(1 << 30); err != nil { // sparse: no disk used
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = Open(filepath.Dir(path))
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), IndexName) || !strings.Contains(err.Error(), "1073741824 bytes") {
+		t.Fatalf("error %v does not name the file and its size", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<26 {
+		t.Errorf("allocated %d bytes to refuse it", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -366,15 +367,21 @@ func (a *Adapter) encode() ([]byte, []safetensors.Tensor, error) {
 			if l.R != c.R {
 				return nil, nil, fmt.Errorf("peft: layer %d %s: rank %d but config r = %d", layer, module, l.R, c.R)
 			}
-			ta, err := safetensors.FromFloat32Tensor(TensorNameAt(a.LayersPath, layer, module, "A"), dtype, []int{l.R, l.In}, l.A)
-			if err != nil {
-				return nil, nil, err
+			for _, m := range []struct {
+				which string
+				shape []int
+				vals  []float32
+			}{{"A", []int{l.R, l.In}, l.A}, {"B", []int{l.Out, l.R}, l.B}} {
+				x, err := safetensors.FromFloat32Tensor(TensorNameAt(a.LayersPath, layer, module, m.which), dtype, m.shape, m.vals)
+				if err != nil {
+					return nil, nil, err
+				}
+				if i := firstOverflow(m.vals, x); i >= 0 {
+					return nil, nil, fmt.Errorf("peft: layer %d %s: lora_%s element %d is %v, past the range of %s, where it would be saved as an infinity; write F32",
+						layer, module, m.which, i, m.vals[i], dtype)
+				}
+				ts = append(ts, x)
 			}
-			tb, err := safetensors.FromFloat32Tensor(TensorNameAt(a.LayersPath, layer, module, "B"), dtype, []int{l.Out, l.R}, l.B)
-			if err != nil {
-				return nil, nil, err
-			}
-			ts = append(ts, ta, tb)
 		}
 	}
 	out := struct {
@@ -396,4 +403,24 @@ func (a *Adapter) encode() ([]byte, []safetensors.Tensor, error) {
 		return nil, nil, fmt.Errorf("peft: encode config: %w", err)
 	}
 	return buf.Bytes(), ts, nil
+}
+
+// firstOverflow returns the index of the first finite value of vals that
+// x, vals encoded, holds as an infinity (−1: none): F16 tops out at 65504,
+// and a value that rounds past it (or past BF16's ~3.39e38) is stored as
+// ±Inf, which the loaders take as it is.
+func firstOverflow(vals []float32, x safetensors.Tensor) int {
+	if x.DType == safetensors.F32 {
+		return -1
+	}
+	dec := make([]float32, len(vals))
+	if safetensors.ToFloat32(dec, x.DType, x.Data) != nil {
+		return -1 // FromFloat32Tensor made x from vals: the sizes agree
+	}
+	for i, v := range dec {
+		if math.IsInf(float64(v), 0) && !math.IsInf(float64(vals[i]), 0) {
+			return i
+		}
+	}
+	return -1
 }

@@ -2,6 +2,7 @@ package peft
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -517,5 +518,34 @@ func TestReadHugeConfig(t *testing.T) {
 	}
 	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<26 {
 		t.Errorf("allocated %d bytes to refuse it", got)
+	}
+}
+
+// TestWriteRefusesOverflow: a finite weight past the range of the storage
+// dtype (65504 for F16) would be saved as an infinity, which PEFT and vLLM
+// load and which turns every logit it touches into NaN; Write refuses it,
+// naming the matrix and the element. Within range, F16 and BF16 write.
+func TestWriteRefusesOverflow(t *testing.T) {
+	m := tinyConfig(t)
+	for _, dt := range []safetensors.DType{safetensors.F16, safetensors.BF16} {
+		a := randomAdapter(t, m, 2, 4, false, 4)
+		a.DType = dt
+		if err := Write(filepath.Join(t.TempDir(), "ok"), a); err != nil {
+			t.Fatalf("%s in range: %v", dt, err)
+		}
+		big := float32(70000)
+		if dt == safetensors.BF16 {
+			big = math.MaxFloat32
+		}
+		a.Tensors[1]["v_proj"].B[3] = -big
+		dir := filepath.Join(t.TempDir(), "out")
+		err := Write(dir, a)
+		if err == nil || !strings.Contains(err.Error(), "layer 1 v_proj") || !strings.Contains(err.Error(), "lora_B") ||
+			!strings.Contains(err.Error(), "element 3") || !strings.Contains(err.Error(), string(dt)) {
+			t.Errorf("%s: error %v does not name the layer, module, matrix, element and dtype", dt, err)
+		}
+		if _, serr := os.Stat(dir); !errors.Is(serr, os.ErrNotExist) {
+			t.Errorf("%s: left %s: %v", dt, dir, serr)
+		}
 	}
 }

@@ -698,9 +698,74 @@ func parseTurn(raw json.RawMessage) (Message, error) {
 	if err != nil {
 		return m, err
 	}
+	if known, ok := misspeltRole(m.Role); ok {
+		return m, fmt.Errorf("role %q looks like a misspelt %q: roles are matched exactly, lower case (system, developer, user, assistant, tool, function, ipython)", m.Role, known)
+	}
 	m.Trainable, m.TokenIDs, m.Logprobs, m.FinishReason, m.AnswerModel = f.Trainable, f.TokenIDs, f.Logprobs, f.FinishReason, f.AnswerModel
 	m.Latency = time.Duration(math.Round(f.LatencyMS * 1e6))
 	return m, nil
+}
+
+// chatRoles are OpenAI's chat roles and Llama 3's ipython (its tool
+// results): the roles chat templates are written for.
+func chatRoles() []string {
+	return []string{"system", "developer", "user", "assistant", "tool", "function", "ipython"}
+}
+
+// misspeltRole reports the chat role an imported message's role looks
+// like a misspelling of ("assitant", "usr", "Assistant"), and whether it
+// does. A misspelt role was imported as it was, then silently not trained
+// (hone-train trains assistant turns) or rendered as a role the model
+// never saw. A role far from every chat role is an environment's own
+// ("observation"), which a template may know, and is kept: trajectories
+// a collect run wrote go back in through from-jsonl.
+func misspeltRole(role string) (string, bool) {
+	for _, known := range chatRoles() {
+		if role == known {
+			return "", false
+		}
+	}
+	lower := strings.ToLower(role)
+	for _, known := range chatRoles() {
+		// One edit for the short roles ("usr"), two for the long ones
+		// ("asistant", "sytem"): a short custom role ("bot") is not
+		// taken for "tool".
+		limit := 1
+		if len(known) > 4 {
+			limit = 2
+		}
+		if lower == known || editDistance(lower, known) <= limit {
+			return known, true
+		}
+	}
+	return "", false
+}
+
+// editDistance is the optimal string alignment distance between a and b
+// (insertions, deletions, substitutions and adjacent transpositions, each
+// one edit), over bytes.
+func editDistance(a, b string) int {
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
 }
 
 // parseChoice reads an ART choice: a trainable assistant turn, with the

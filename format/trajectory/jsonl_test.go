@@ -118,6 +118,10 @@ func TestImportErrorsNameTheLine(t *testing.T) {
 	for name, c := range map[string]struct{ in, want string }{
 		"not json":        {`{"messages": [}`, "in.jsonl:1"},
 		"no role":         {"{\"messages\":[]}\n{\"messages\":[{\"content\":\"x\"}]}", "in.jsonl:2: messages[0]: no role"},
+		"misspelt role":   {`{"messages":[{"role":"user","content":"q"},{"role":"assitant","content":"x"}]}`, `in.jsonl:1: messages[1]: role "assitant" looks like a misspelt "assistant"`},
+		"short misspelt":  {`{"messages":[{"role":"usr","content":"q"}]}`, `role "usr" looks like a misspelt "user"`},
+		"upper case role": {`{"messages":[{"role":"user","content":"q"},{"role":"Assistant","content":"x"}]}`, `role "Assistant" looks like a misspelt "assistant"`},
+		"swapped letters": {`{"messages":[{"role":"sytsem","content":"q"}]}`, `role "sytsem" looks like a misspelt "system"`},
 		"bad content":     {`{"messages":[{"role":"user","content":7}]}`, "content"},
 		"duplicate ids":   {"{\"messages\":[],\"trajectory_id\":\"a\",\"group_id\":\"g\"}\n{\"messages\":[],\"trajectory_id\":\"a\",\"group_id\":\"g\"}", "in.jsonl:2: trajectory_id \"a\" appears twice"},
 		"bad split":       {`{"messages":[],"split":"dev"}`, "in.jsonl:1 (group"},
@@ -135,6 +139,29 @@ func TestImportErrorsNameTheLine(t *testing.T) {
 				t.Errorf("error %v, want it to mention %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestImportKeepsEnvironmentRoles: a role far from every chat role is an
+// environment's own, which its template may know, and a collect run may
+// have written it: it is imported as it is, as are the chat roles.
+func TestImportKeepsEnvironmentRoles(t *testing.T) {
+	roles := []string{"observation", "environment", "bot", "model", "ipython", "developer", "function", "tool"}
+	var b strings.Builder
+	for _, r := range roles {
+		fmt.Fprintf(&b, `{"messages":[{"role":"user","content":"q"},{"role":%q,"content":"x"}]}`+"\n", r)
+	}
+	groups, _, err := ImportJSONL(context.Background(), strings.NewReader(b.String()), "in.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(groups) != len(roles) {
+		t.Fatalf("%d groups, want %d", len(groups), len(roles))
+	}
+	for i, g := range groups {
+		if got := g.Trajectories[0].Messages[1].Role; got != roles[i] {
+			t.Errorf("line %d: role %q, want %q", i+1, got, roles[i])
+		}
 	}
 }
 

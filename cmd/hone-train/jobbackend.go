@@ -95,7 +95,8 @@ func ignoredFlags(fs *pflag.FlagSet, o *trainer.Options) []string {
 // choice this call did not make: --best-mode without --best-metric, and
 // grpo's --norm-constant without --norm constant, --tis-mode with
 // --tis 0 and --kl-penalty-source with --kl-penalty-coef 0, and --epochs
-// with --steps N. A user who set one believed the choice it refines was made.
+// with --steps N, then idleRatioFlags. A user who set one believed the
+// choice it refines was made.
 // The grpo flags are read from fs by name, as sft has none of them.
 func idleChoiceFlags(fs *pflag.FlagSet, o *trainer.Options) []string {
 	var out []string
@@ -119,6 +120,23 @@ func idleChoiceFlags(fs *pflag.FlagSet, o *trainer.Options) []string {
 	// current_learner, ART's default, is the value a port writes out.
 	if fs.Changed("kl-penalty-source") && flagValue(fs, "kl-penalty-coef") == "0" {
 		out = append(out, "--kl-penalty-source does nothing with --kl-penalty-coef 0 (the default): no advantage is shifted; give --kl-penalty-coef c (with --norm art)")
+	}
+	return append(out, idleRatioFlags(fs)...)
+}
+
+// idleRatioFlags are warnings for grpo's ratio knobs that the rest of the
+// call leaves nothing to act on: --kimi-k2-tau under --tis in its
+// recomputed mode, whose ℓ^old is the step's own ℓ (δ = 0, so the shift
+// −τ·δ is 0), and --ratio-per-history under --norm art, which packs every
+// history as a sequence of its own already. An ART port sets both beside
+// knobs that silence them there (precalculate_logprobs, the packed rows).
+func idleRatioFlags(fs *pflag.FlagSet) []string {
+	var out []string
+	if fs.Changed("kimi-k2-tau") && flagValue(fs, "kimi-k2-tau") != "0" && flagValue(fs, "tis") != "0" && flagValue(fs, "tis-mode") != "sampler" {
+		out = append(out, "--kimi-k2-tau does nothing with --tis in --tis-mode recomputed (the default): the ratio is taken against logprobs recomputed with the step's own weights, so logπ − logπ_old is 0 and so is the shift; --tis-mode sampler takes it against the sampler's")
+	}
+	if fs.Changed("ratio-per-history") && flagValue(fs, "ratio-per-history") == "true" && flagValue(fs, "norm") == "art" {
+		out = append(out, "--ratio-per-history does nothing with --norm art: every history is packed as a sequence of its own there, so the sequence ratio is already per history")
 	}
 	return out
 }

@@ -66,7 +66,10 @@ func TestTRLDocFlags(t *testing.T) {
 	trl := strings.Join(trlCol, " ")
 	for _, opt := range []string{"loss_type", "epsilon", "epsilon_high", "beta", "importance_sampling_level", "scale_rewards",
 		"num_iterations", "vllm_importance_sampling_correction", "vllm_importance_sampling_mode", "mask_truncated_completions",
-		"learning_rate", "lr_scheduler_type", "max_grad_norm", "weight_decay", "gradient_accumulation_steps", "delta"} {
+		"learning_rate", "lr_scheduler_type", "max_grad_norm", "weight_decay", "gradient_accumulation_steps", "delta",
+		// TRL's main renamed vllm_importance_sampling_cap to _clip_max
+		// (and added _clip_min); entropy_coef is a loss knob Hone lacks.
+		"vllm_importance_sampling_clip_max", "vllm_importance_sampling_clip_min", "entropy_coef"} {
 		if !strings.Contains(trl, "`"+opt+"`") && !strings.Contains(trl, "`"+opt+"=") {
 			t.Errorf("docs/trl.md's table has no row for TRL's %s", opt)
 		}

@@ -114,6 +114,8 @@ func (r *remoteAdapters) start(ctx context.Context, adapters *string, every time
 			names[name] = true
 			steps, err := pullRun(ctx, run, filepath.Join(cache, name), newest, timeout, func(step int, why error) {
 				warned.leftOutStep(name, step, why)
+			}, func(was, now int) {
+				log.Warn("the store's run is not the one pulled before (deleted and published anew under its name): the copy is replaced by the store's, whose latest is older than or the same as the copy's was", "run", name, "was", runfolder.StepName(was), "now", runfolder.StepName(now))
 			})
 			if err != nil {
 				if ctx.Err() != nil {
@@ -233,13 +235,17 @@ func (w *runWarnings) forget(listed map[string]bool) {
 // abandoned after timeout. The deadline is each run's, not the poll's: one
 // run whose folder hangs, or whose pull takes longer, is passed over by
 // the caller, not the runs after it too at every poll. leftOut is told of
-// each step left out as the store holds it in part (PullOptions.LeftOut).
-func pullRun(ctx context.Context, run, dst string, newest int, timeout time.Duration, leftOut func(step int, why error)) (steps []int, err error) {
+// each step left out as the store holds it in part (PullOptions.LeftOut),
+// and replaced of a copy replaced by a run published anew under its name
+// (PullOptions.Mirror: the cache holds copies only).
+func pullRun(ctx context.Context, run, dst string, newest int, timeout time.Duration, leftOut func(step int, why error), replaced func(was, now int)) (steps []int, err error) {
 	err = cutOff(ctx, timeout, func(ctx context.Context) (err error) {
 		steps, err = runfolder.Pull(ctx, run, dst, runfolder.PullOptions{
-			Skip:    func(f string) bool { return f == checkpoint.OptimizerName },
-			Newest:  newest,
-			LeftOut: leftOut,
+			Skip:     func(f string) bool { return f == checkpoint.OptimizerName },
+			Newest:   newest,
+			LeftOut:  leftOut,
+			Mirror:   true,
+			Replaced: replaced,
 		})
 		return err
 	})

@@ -150,3 +150,17 @@ func WriteFile(path string, data []byte) error {
 	}
 	return nil
 }
+
+// swapByRenames exchanges the folders a and b by renaming b aside, a to b
+// and the one aside to a: between the first two renames b is missing (a
+// reader takes the run as gone for that moment), never half of either.
+func swapByRenames(a, b string) error {
+	aside := a + ".old"
+	if err := os.Rename(b, aside); err != nil {
+		return err
+	}
+	if err := os.Rename(a, b); err != nil {
+		return errors.Join(err, os.Rename(aside, b))
+	}
+	return os.Rename(aside, a)
+}

@@ -364,6 +364,20 @@ type PullOptions struct {
 	// was being pruned, which lacks files its list names (matching
 	// ErrIncompleteStep, naming them).
 	LeftOut func(step int, why error)
+	// Mirror says localRun is a copy of the store's run and nothing else
+	// (hone-serve's cache; not a trainer's folder, ahead of the store by
+	// the steps it has not published): the store's run is the one to
+	// hold. A run deleted from the store and trained again under its name
+	// (its latest older than the copy's, or the step the copy's latest
+	// names listed with other files than were copied) replaces the copy,
+	// pulled whole beside it and swapped in (replaceRun), so a reader sees
+	// the old copy or the new one, never a mix. Before, a copy ahead of
+	// the store was left as it was, and hone-serve served the deleted
+	// run's adapter for good without a word.
+	Mirror bool
+	// Replaced, if set, is told the copy's latest and the store's when a
+	// Mirror pull replaces the copy.
+	Replaced func(was, now int)
 }
 
 // Pull copies the steps of the remote run folder remoteRun that are newer
@@ -375,7 +389,9 @@ type PullOptions struct {
 // renamed into place are kept (pulledName) and not downloaded again. Its
 // errors name remoteRun without its bucket query (fileset.DisplayName),
 // which names no folder and put the store's address in hone-serve's and
-// hone-train's messages.
+// hone-train's messages. With PullOptions.Mirror, a copy of a run the
+// store no longer holds (deleted and published anew under its name) is
+// replaced whole instead, and the steps returned are the new copy's.
 func Pull(ctx context.Context, remoteRun, localRun string, o PullOptions) ([]int, error) {
 	last, ok, err := remoteLatest(ctx, remoteRun)
 	if err != nil || !ok {
@@ -386,6 +402,15 @@ func Pull(ctx context.Context, remoteRun, localRun string, o PullOptions) ([]int
 		return nil, err
 	} else if ok {
 		from = l.N
+	}
+	if o.Mirror && from >= 0 {
+		other, err := republished(ctx, remoteRun, localRun, last, from, o.Skip)
+		if err != nil {
+			return nil, fmt.Errorf("pull %s: %w", fileset.DisplayName(remoteRun), err)
+		}
+		if other {
+			return replaceRun(ctx, remoteRun, localRun, o, from, last.N)
+		}
 	}
 	if last.N <= from {
 		return nil, nil
@@ -417,11 +442,15 @@ func Pull(ctx context.Context, remoteRun, localRun string, o PullOptions) ([]int
 		return nil, fmt.Errorf("pull %s: %w", fileset.DisplayName(remoteRun), err)
 	}
 	var done []int
+	var newest pulledStep // what the store's latest step's files were
 	// Newest first: a reader of a copy that has no latest yet takes the
 	// highest step folder for current, and that is the remote latest from
 	// the first rename on, never an older step still being copied.
 	for _, s := range slices.Backward(steps) {
 		if rec.holds(ctx, fileset.Join(remoteRun, s.Name), localRun, s.Name, o.Skip) {
+			if s.N == last.N {
+				newest = *rec.find(s.Name)
+			}
 			done = append(done, s.N)
 			continue
 		}
@@ -439,6 +468,9 @@ func Pull(ctx context.Context, remoteRun, localRun string, o PullOptions) ([]int
 		if err == nil {
 			err = rec.add(localRun, got)
 		}
+		if s.N == last.N {
+			newest = got
+		}
 		if err != nil {
 			slices.Sort(done)
 			return done, fmt.Errorf("pull step %d of %s: %w", s.N, fileset.DisplayName(remoteRun), err)
@@ -453,9 +485,95 @@ func Pull(ctx context.Context, remoteRun, localRun string, o PullOptions) ([]int
 		return done, err
 	}
 	// The record is of steps newer than the old latest; the next Pull
-	// starts after the new one.
+	// starts after the new one. A mirror's keeps what the new latest's
+	// files were, which tells the next whether the store's run is still
+	// the one copied (republished).
+	if o.Mirror {
+		b, err := json.Marshal(pulledRecord{From: last.N, Latest: &newest})
+		if err == nil {
+			err = WriteFile(filepath.Join(localRun, pulledName), append(b, '\n'))
+		}
+		if err != nil {
+			return done, fmt.Errorf("pull %s: record its latest step: %w", fileset.DisplayName(remoteRun), err)
+		}
+		return done, nil
+	}
 	if err := os.Remove(filepath.Join(localRun, pulledName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return done, fmt.Errorf("pull %s: %w", fileset.DisplayName(remoteRun), err)
+	}
+	return done, nil
+}
+
+// republished reports whether the store's run remoteRun, whose latest is
+// last, is no longer the one localRun, whose latest is step from, was
+// copied from: Publish never moves a store's latest back, so a latest
+// older than the copy's is a run deleted and published anew; and the
+// step the copy's latest names, listed by the store with other files
+// than the record of the pull that copied it (pulledRecord.Latest) says,
+// is one published anew under its name. A step the store no longer lists
+// (pruned as its run moved on), or a copy without the record (pulled by
+// an older hone), tells nothing, and is taken as the same run.
+func republished(ctx context.Context, remoteRun, localRun string, last Step, from int, skip func(string) bool) (bool, error) {
+	if last.N < from {
+		return true, nil
+	}
+	rec, err := readPulled(localRun, from)
+	if err != nil || rec.Latest == nil {
+		return false, err
+	}
+	set, err := fileset.ListSet(ctx, fileset.Join(remoteRun, rec.Latest.Name), "")
+	if errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fileset.ErrNoBucket) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer set.Close()
+	if set.Len() == 0 {
+		return false, nil
+	}
+	matched := 0
+	for i := range set.Len() {
+		base := baseName(set.Name(i))
+		if skip != nil && skip(base) {
+			continue
+		}
+		j := slices.IndexFunc(rec.Latest.Files, func(f pulledFile) bool { return f.Name == base })
+		if j < 0 {
+			return true, nil
+		}
+		fi, err := set.Listed(ctx, i)
+		if err != nil {
+			return false, fmt.Errorf("list %s: %w", fileset.DisplayName(set.Name(i)), err)
+		}
+		if !rec.Latest.Files[j].sameAs(fi) {
+			return true, nil
+		}
+		matched++
+	}
+	return matched != len(rec.Latest.Files), nil
+}
+
+// replaceRun pulls the store's run remoteRun whole into a temporary folder
+// beside localRun (a name IsTemp, and no run name, so readers of the
+// folder pass over it) and swaps it in for localRun, whose latest was
+// step was; the old copy goes after the swap. A pull that fails leaves
+// localRun as it was.
+func replaceRun(ctx context.Context, remoteRun, localRun string, o PullOptions, was, now int) ([]int, error) {
+	tmp, err := os.MkdirTemp(filepath.Dir(localRun), "."+filepath.Base(localRun)+tempMark+"*")
+	if err != nil {
+		return nil, fmt.Errorf("pull %s: %w", fileset.DisplayName(remoteRun), err)
+	}
+	defer os.RemoveAll(tmp) // the old copy, once swapped out
+	done, err := Pull(ctx, remoteRun, tmp, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := swapFolders(tmp, localRun); err != nil {
+		return nil, fmt.Errorf("pull %s: replace the copy %s of the run published anew: %w", fileset.DisplayName(remoteRun), localRun, err)
+	}
+	if o.Replaced != nil {
+		o.Replaced(was, now)
 	}
 	return done, nil
 }
@@ -471,7 +589,9 @@ func Pull(ctx context.Context, remoteRun, localRun string, o PullOptions) ([]int
 // between saving a step and moving latest) may not be the store's step;
 // and only while the store lists the step's files as they were copied: a
 // store rolled back by hand and trained on again holds other files under
-// the step's name. It starts with "." so that Publish passes over it.
+// the step's name. A Mirror pull keeps it once done, naming only what
+// the new latest's files were (pulledRecord.Latest). It starts with "."
+// so that Publish passes over it.
 const pulledName = ".pulled.json"
 
 // pulledRecord is the contents of pulledName.
@@ -481,6 +601,18 @@ type pulledRecord struct {
 	// have saved a step of the same name), and read as empty.
 	From  int          `json:"from"`
 	Steps []pulledStep `json:"steps"`
+	// Latest is the step From names as a Mirror pull copied it: what
+	// tells a run published anew under the same name (republished).
+	Latest *pulledStep `json:"latest,omitempty"`
+}
+
+// find returns the recorded step name, nil if none.
+func (r *pulledRecord) find(name string) *pulledStep {
+	i := slices.IndexFunc(r.Steps, func(p pulledStep) bool { return p.Name == name })
+	if i < 0 {
+		return nil
+	}
+	return &r.Steps[i]
 }
 
 // pulledStep is a step folder Pull renamed into place, and what of the

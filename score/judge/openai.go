@@ -175,15 +175,49 @@ func (o *OpenAI) Judge(ctx context.Context, req Request) (Verdict, error) {
 	return Verdict{Model: model, Scores: scores, Usage: usage}, nil
 }
 
-// notJSON is a 2xx answer whose body is not JSON: a web page (a proxy's
-// login page, a chat UI's) where the judge's API was expected.
+// notJSON is a 2xx answer whose body is no chat completion: a web page (a
+// proxy's login page, a chat UI's) where the judge's API was expected, or
+// JSON that is not one (another endpoint's answer, a body cut short by
+// the server itself).
 type notJSON struct {
 	contentType string
 	head        []byte // the body's first bytes
+	// reason says what the body is, where it is labelled JSON or parses
+	// as JSON; "" for a page, which its content type says.
+	reason string
 }
 
 func (e *notJSON) Error() string {
+	if e.reason != "" {
+		return e.reason
+	}
 	return fmt.Sprintf("with content type %q, not JSON's (application/json)", e.contentType)
+}
+
+// completionShape says why body, a 2xx answer, is no chat completion, ""
+// where it may be one. A JSON object with an error and no choices is
+// left to the caller (noChoices): gateways answer an upstream failure so,
+// which may pass, and the call is retried. Anything else is the same
+// answer at every call: asked again, it only spent --judge-retries (taken
+// before for a transport failure, or a malformed answer).
+func completionShape(body []byte) string {
+	if !json.Valid(body) {
+		return "a body labelled JSON that does not parse as JSON"
+	}
+	if trimmed := bytes.TrimLeft(body, " \t\r\n"); trimmed[0] != '{' {
+		return "JSON that is not an object"
+	}
+	var o struct {
+		Choices json.RawMessage `json:"choices"`
+		Error   json.RawMessage `json:"error"`
+	}
+	if err := json.Unmarshal(body, &o); err != nil {
+		return "a JSON object that does not parse as a chat completion"
+	}
+	if bytes.HasPrefix(o.Choices, []byte("[")) || (len(o.Error) > 0 && string(o.Error) != "null") {
+		return ""
+	}
+	return "a JSON object without a choices list"
 }
 
 // notJSONHead is how much of such a body an error shows: enough to tell
@@ -197,7 +231,10 @@ const notJSONHead = 80
 // is the client's own (application/json, or a +json suffix). A body that
 // is a JSON object under another type (a proxy that labels it
 // text/plain, a server that gives none) is the answer all the same, as
-// the OpenAI Python client reads it: it goes on labelled as JSON.
+// the OpenAI Python client reads it: it goes on labelled as JSON. A body
+// that parses as no chat completion, whatever its label, is a *notJSON
+// too (completionShape): the client failed it as a transport error, which
+// was retried.
 func catchNotJSON(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 	resp, err := next(req)
 	if err != nil || resp.StatusCode < 200 || resp.StatusCode > 299 {
@@ -205,15 +242,13 @@ func catchNotJSON(req *http.Request, next option.MiddlewareNext) (*http.Response
 	}
 	ct := resp.Header.Get("Content-Type")
 	mt, _, _ := mime.ParseMediaType(ct)
-	if strings.Contains(mt, "application/json") || strings.HasSuffix(mt, "+json") {
-		return resp, nil
-	}
+	labelled := strings.Contains(mt, "application/json") || strings.HasSuffix(mt, "+json")
 	defer resp.Body.Close()
 	head, err := io.ReadAll(io.LimitReader(resp.Body, notJSONHead+1))
 	if err != nil {
 		return nil, fmt.Errorf("read the judge's answer (content type %q): %w", ct, err)
 	}
-	if !bytes.HasPrefix(bytes.TrimLeft(head, " \t\r\n"), []byte("{")) {
+	if !labelled && !bytes.HasPrefix(bytes.TrimLeft(head, " \t\r\n"), []byte("{")) {
 		// A page is not read past what its error shows.
 		return nil, &notJSON{contentType: ct, head: head}
 	}
@@ -222,8 +257,13 @@ func catchNotJSON(req *http.Request, next option.MiddlewareNext) (*http.Response
 		return nil, fmt.Errorf("read the judge's answer (content type %q): %w", ct, err)
 	}
 	body := append(head, rest...)
-	if !json.Valid(body) {
+	if !labelled && !json.Valid(body) {
 		return nil, &notJSON{contentType: ct, head: head}
+	}
+	// Only a chat completion's answer is one: the client lists the
+	// server's models through here too.
+	if why := completionShape(body); why != "" && strings.HasSuffix(req.URL.Path, "/chat/completions") {
+		return nil, &notJSON{contentType: ct, head: head, reason: why}
 	}
 	resp.Header.Set("Content-Type", "application/json")
 	resp.Body = io.NopCloser(bytes.NewReader(body))
@@ -231,7 +271,8 @@ func catchNotJSON(req *http.Request, next option.MiddlewareNext) (*http.Response
 }
 
 // notCompletion is the judge error of a notJSON answer. It is not
-// retried: a URL that serves a web page will serve it again. It names
+// retried: a URL that serves a web page, or JSON that is no chat
+// completion, will serve it again. It names
 // --judge-base-url (masked: its userinfo may hold a token) as what to
 // check, and the body's first bytes quoted, so that control bytes or a
 // page's script cannot garble the log.
@@ -240,13 +281,14 @@ func (o *OpenAI) notCompletion(nj *notJSON, usage Usage) error {
 	if len(nj.head) > notJSONHead {
 		begins += "…"
 	}
-	return &Error{Kind: "http", Status: http.StatusOK, Usage: usage, Err: fmt.Errorf("the judge answered %w (it begins %s), not an OpenAI chat completion: check --judge-base-url %s, which should be an OpenAI-compatible API's base (for vLLM and hone-serve, http://HOST:PORT/v1), not a web page",
+	return &Error{Kind: "http", Status: http.StatusOK, Usage: usage, Err: fmt.Errorf("the judge answered %w (it begins %s), not an OpenAI chat completion: check --judge-base-url %s, which should be an OpenAI-compatible API's base (for vLLM and hone-serve, http://HOST:PORT/v1), not a web page or another endpoint",
 		nj, begins, urlmask.Shown(orDefault(o.opts.BaseURL, OpenAIBaseURL)))}
 }
 
-// NotCompletion reports whether err is a judge's answer that is not JSON
-// at all: the base URL serves something other than an OpenAI API, and
-// every call will get the same.
+// NotCompletion reports whether err is a judge's 2xx answer that is no
+// chat completion (not JSON at all, or JSON of another shape): the base
+// URL serves something other than an OpenAI API, and every call will get
+// the same.
 func NotCompletion(err error) bool {
 	var nj *notJSON
 	return errors.As(err, &nj)

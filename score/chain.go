@@ -166,6 +166,10 @@ func (c *Chain) complete(g *trajectory.Group) bool {
 // notePassed counts a group passed through whose rows another chain
 // scored: they keep its values under this chain's names (a changed
 // formula is not applied), while the output's footer names this chain.
+// The pipeline calls it as it writes the groups, in input order: called
+// by Apply, as the workers finished, the group PassedOther names was
+// any of the first few of the input (the last started, with
+// --concurrency above 1), not the first.
 func (c *Chain) notePassed(g *trajectory.Group) {
 	for i := range g.Trajectories {
 		t := &g.Trajectories[i]
@@ -208,7 +212,6 @@ func (c *Chain) Apply(ctx context.Context, g trajectory.Group) (trajectory.Group
 		return g, Errored, nil
 	}
 	if c.OnlyMissing && c.complete(&g) {
-		c.notePassed(&g)
 		return g, Passed, nil
 	}
 	work := cloneGroup(g)

@@ -613,6 +613,7 @@ func pipeline(ctx context.Context, r *trajectory.Reader, sh shard.Shard, c *Chai
 			sum.Scored++
 		case Passed:
 			sum.Passed++
+			c.notePassed(&s.out)
 		case Skipped:
 			sum.Skipped++
 			continue

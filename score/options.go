@@ -133,8 +133,26 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.PriceCompletion, "judge-price-completion", 0, "USD per million completion tokens, to show the cost in the summary")
 }
 
-// validate checks the flag values and fills defaults.
+// validate checks the flag values, fills defaults, and checks that
+// there are inputs and an output.
 func (o *Options) validate() error {
+	if err := o.CheckFlags(); err != nil {
+		return err
+	}
+	if o.Inputs.Len() == 0 {
+		return stageerr.Usagef("no input files")
+	}
+	if o.Out == nil {
+		return stageerr.Usagef("no output")
+	}
+	return nil
+}
+
+// CheckFlags checks the flag values and fills defaults, as Run does
+// first: a command calls it before it says anything of a run that its
+// usage may refuse (hone-score's warning of judge flags that a chain
+// without a ruler drops came before the usage error it was a part of).
+func (o *Options) CheckFlags() error {
 	if len(o.Scorers) == 0 {
 		o.Scorers = []string{"env"}
 	}
@@ -178,12 +196,6 @@ func (o *Options) validate() error {
 	}
 	if o.PricePrompt < 0 || o.PriceCompletion < 0 {
 		return stageerr.Usagef("judge prices must not be negative")
-	}
-	if o.Inputs.Len() == 0 {
-		return stageerr.Usagef("no input files")
-	}
-	if o.Out == nil {
-		return stageerr.Usagef("no output")
 	}
 	return nil
 }

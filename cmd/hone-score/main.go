@@ -87,8 +87,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	if unread := judgeFlagsUnread(fs, opts.Scorers); len(unread) > 0 {
-		log.Warn(strings.Join(unread, ", ") + " do nothing without a ruler scorer (--scorer ruler, or NAME=ruler): no judge is called, and the chain scores without one")
+	if err := opts.CheckFlags(); err != nil {
+		return err
 	}
 	// Refuse Parquet to a terminal before stdin is read or any judge call
 	// is paid for.
@@ -112,6 +112,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		// the output replaces the input: the group would be gone for
 		// good. Said before any judge call is paid for.
 		return cli.Usage(fmt.Errorf("--on-judge-error skip leaves the groups the judge fails out of the output, and -o %s names an input, which the output replaces: they would be lost; use --on-judge-error mark (they are kept, unscored, the reason in each row's error) or write elsewhere", shownOut))
+	}
+	// Warned once the command's usage is checked: a warning before a
+	// usage error drew the eye from what to fix.
+	if unread := judgeFlagsUnread(fs, opts.Scorers); len(unread) > 0 {
+		log.Warn(strings.Join(unread, ", ") + " do nothing without a ruler scorer (--scorer ruler, or NAME=ruler): no judge is called, and the chain scores without one")
 	}
 	p.Start(ctx)
 	defer p.Stop()

@@ -49,8 +49,9 @@ Examples:
 
 Exit codes: 0 ok, 1 failure (judge failure with --on-judge-error fail; with
 skip or mark, a judge that failed every group: the output is still written;
-under any policy, a judge answering 401, 403 or 404, or a web page rather
-than JSON, before it answered any call: nothing is written),
+under any policy, a judge answering 401, 403 or 404, or a web page or other
+JSON rather than a chat completion, before it answered any call: nothing is
+written),
 2 bad usage or bad input, 130 interrupted (groups finished before the stop
 are kept). Where -o names an input (re-scoring in place; an object counts as
 named whatever its URL's query says but for another endpoint), an interrupted run

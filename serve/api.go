@@ -174,6 +174,29 @@ type chatRequest struct {
 	// Echo (vLLM's) begins each choice's content with the last message's
 	// when that message is the assistant's.
 	Echo bool `json:"echo"`
+	// ChatTemplate (vLLM's) is read only to refuse it (requestTemplate):
+	// rendered with the model's template instead, the prompt would not be
+	// the one the client wrote. By any, so that null is leaving it out.
+	ChatTemplate any `json:"chat_template"`
+}
+
+// requestTemplate refuses a chat template sent with the request, in
+// chat_template or as chat_template_kwargs' chat_template (which vLLM
+// passes to apply_chat_template as the template itself), with the 400
+// vLLM gives without --trust-request-chat-template: this server renders
+// the model's own template only, and a prompt rendered with it would not
+// be the one the client asked for.
+func (req *chatRequest) requestTemplate() error {
+	field := ""
+	switch {
+	case req.ChatTemplate != nil:
+		field = "chat_template"
+	case req.ChatTemplateKwargs["chat_template"] != nil:
+		field = "chat_template_kwargs"
+	default:
+		return nil
+	}
+	return badRequest(field, "%s: a chat template passed with the request is refused; this server renders the model's own chat template (as vLLM without --trust-request-chat-template)", field)
 }
 
 type completionRequest struct {

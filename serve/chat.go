@@ -335,6 +335,9 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 	if err := checkMessages(req.Messages); err != nil {
 		return err
 	}
+	if err := req.requestTemplate(); err != nil {
+		return err
+	}
 	tm, cons, err := s.chatConstraint(w, req, modelName)
 	if err != nil {
 		return err

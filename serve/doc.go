@@ -109,7 +109,11 @@
 // vLLM's guided decoding (guided_json, guided_choice, guided_regex,
 // guided_grammar, structured_outputs) is a 400 naming the field, not an
 // unconstrained answer; response_format json_schema constrains, on chat
-// and on completions alike.
+// and on completions alike. A chat template sent with the request
+// (vLLM's chat_template, or chat_template_kwargs' chat_template) is a 400
+// naming the field, as vLLM refuses it without
+// --trust-request-chat-template: the model's own template is the only one
+// rendered.
 // vLLM's prompt_logprobs k (0 to 20) gives, for each prompt token after
 // the first, its logprob, rank and text and those of the k most likely
 // tokens, as vLLM shapes them (null, then maps from token id; completions

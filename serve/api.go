@@ -114,6 +114,11 @@ type samplingFields struct {
 	GuidedRegex       any `json:"guided_regex"`
 	GuidedGrammar     any `json:"guided_grammar"`
 	StructuredOutputs any `json:"structured_outputs"`
+	// LogitsProcessors (vLLM's: Python logits processors by qualified
+	// name) is read only to refuse a non-empty list, as vLLM refuses it
+	// without --logits-processor-pattern: this server runs no such code,
+	// and answered without them the output would not be what was asked.
+	LogitsProcessors []json.RawMessage `json:"logits_processors"`
 	// Priority (vLLM's) is read only to refuse one other than 0: this
 	// server schedules first come first served, as vLLM's default policy.
 	Priority int `json:"priority"`

@@ -113,7 +113,8 @@
 // (vLLM's chat_template, or chat_template_kwargs' chat_template) is a 400
 // naming the field, as vLLM refuses it without
 // --trust-request-chat-template: the model's own template is the only one
-// rendered.
+// rendered. So is a non-empty logits_processors (vLLM's, without its
+// --logits-processor-pattern): no Python processor runs here.
 // vLLM's prompt_logprobs k (0 to 20) gives, for each prompt token after
 // the first, its logprob, rank and text and those of the k most likely
 // tokens, as vLLM shapes them (null, then maps from token id; completions

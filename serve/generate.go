@@ -69,6 +69,9 @@ func (s *Server) params(f *samplingFields, promptParam string, promptLen int, al
 		// relies on it (a judge's "yes" or "no") and hold anything.
 		return p, 0, badRequest(g, "%s (vLLM's guided decoding) is not supported by this server; send response_format json_schema (or json_object), which chat and completions take, instead", g)
 	}
+	if len(f.LogitsProcessors) > 0 {
+		return p, 0, badRequest("logits_processors", "logits_processors is not supported by this server, which runs no Python logits processors (as vLLM without --logits-processor-pattern); leave it out")
+	}
 	s.gen.apply(&p)
 	if err := shapeParams(f, &p); err != nil {
 		return p, 0, err

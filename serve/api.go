@@ -323,6 +323,11 @@ type modelEntry struct {
 	OwnedBy string `json:"owned_by"`
 	Root    string `json:"root,omitempty"`
 	Parent  string `json:"parent,omitempty"`
+	// MaxModelLen is the context a prompt and its completion share, as
+	// vLLM's model card gives it, so that a client can size its prompts
+	// and max_tokens before a 400 tells it. An adapter shares the base
+	// model's.
+	MaxModelLen int `json:"max_model_len"`
 }
 
 type modelList struct {

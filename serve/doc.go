@@ -21,7 +21,7 @@
 // the BOS token the tokenizer may add, as vLLM does; echo with logprobs
 // returns the prompt's token logprobs, the way to score a given text, its
 // tokens BOS included), GET /v1/models (the base model,
-// every <run> and <run>@<step> loaded), GET /health and GET /metrics
+// every <run> and <run>@<step> loaded, each with vLLM's max_model_len), GET /health and GET /metrics
 // (Prometheus text format, written by hand).
 //
 // Errors use OpenAI's error object: 400 bad request, 401 wrong or missing

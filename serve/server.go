@@ -383,12 +383,12 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 	// The base model's root is the folder it was loaded from, as vLLM's is
 	// the --model it loaded.
-	list := modelList{Object: "list", Data: []modelEntry{{ID: s.name, Object: "model", Created: s.created, OwnedBy: "hone", Root: s.o.Model}}}
+	list := modelList{Object: "list", Data: []modelEntry{{ID: s.name, Object: "model", Created: s.created, OwnedBy: "hone", Root: s.o.Model, MaxModelLen: s.maxCtx}}}
 	if s.reg != nil {
 		// As vLLM lists a LoRA: its path is the root, the base model its
 		// parent.
 		for _, a := range s.reg.Served() {
-			list.Data = append(list.Data, modelEntry{ID: a.Name, Object: "model", Created: s.created, OwnedBy: "hone", Root: a.Dir, Parent: s.name})
+			list.Data = append(list.Data, modelEntry{ID: a.Name, Object: "model", Created: s.created, OwnedBy: "hone", Root: a.Dir, Parent: s.name, MaxModelLen: s.maxCtx})
 		}
 	}
 	writeJSON(w, http.StatusOK, list)

@@ -431,13 +431,25 @@ const (
 func ignoredWarning(ignored []string) string {
 	shown := make([]string, 0, min(len(ignored), maxListedFields))
 	for _, f := range ignored[:min(len(ignored), maxListedFields)] {
-		shown = append(shown, clip(f, maxFieldName))
+		shown = append(shown, clip(headerSafe(f), maxFieldName))
 	}
 	msg := "fields ignored: " + strings.Join(shown, ", ")
 	if len(ignored) > maxListedFields {
 		msg += fmt.Sprintf(", … (%d in all)", len(ignored))
 	}
 	return msg
+}
+
+// headerSafe is the client's field name f with each control character
+// (below U+0020, or DEL) as "?": a header value holding one is malformed,
+// and HTTP clients (Go's, Python's h11) refuse the whole response for it.
+func headerSafe(f string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return '?'
+		}
+		return r
+	}, f)
 }
 
 // warnIgnored logs each ignored field once, until maxWarnedFields names

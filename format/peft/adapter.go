@@ -202,6 +202,9 @@ func fromFile(cfg Config, f *safetensors.File) (*Adapter, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := safetensors.CheckFinite(name, vals, 0); err != nil {
+			return nil, fmt.Errorf("peft: %w", err)
+		}
 		key := fmt.Sprintf("%d/%s", layer, module)
 		if halves[key] == nil {
 			halves[key] = map[string]half{}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hone-rl/hone/format/runfolder"
+	"github.com/hone-rl/hone/format/safetensors"
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/train/model"
 )
@@ -343,18 +344,16 @@ func (r *Registry) pollRun(name string) bool {
 	return true
 }
 
-// readStep reads step's adapter for a model of shape c, its tensors
-// checked finite, and the base_model_name_or_path its adapter_config.json
-// names ("" when none).
+// readStep reads step's adapter for a model of shape c and the
+// base_model_name_or_path its adapter_config.json names ("" when none).
+// A NaN or infinite weight, which would turn every logit it touches into
+// NaN, is refused by the read (peft.Read).
 func readStep(step runfolder.Current, c *model.Config) (*model.Adapter, string, error) {
 	w, base, err := model.ReadAdapterBase(step.Real, c)
-	if err != nil {
-		return nil, "", err
+	if errors.Is(err, safetensors.ErrNonFinite) {
+		return nil, "", fmt.Errorf("%w; this adapter is not served", err)
 	}
-	if err := checkFinite(w); err != nil {
-		return nil, "", fmt.Errorf("%s: %w", step.Dir, err)
-	}
-	return w, base, nil
+	return w, base, err
 }
 
 // checkBase warns when the step of run in dir names, as its base model,

@@ -16,9 +16,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hone-rl/hone/format/peft"
 	"github.com/hone-rl/hone/format/runfolder"
+	"github.com/hone-rl/hone/format/safetensors"
 	"github.com/hone-rl/hone/format/urlmask"
-	"github.com/hone-rl/hone/serve/adapters"
 )
 
 // Sync brings vLLM in step with the adapters folder once: for each run
@@ -496,7 +497,11 @@ func checkFolder(dir string) error {
 	if st.Size() < 8 {
 		return fmt.Errorf("%s: truncated (%d bytes)", filepath.Join(dir, "adapter_model.safetensors"), st.Size())
 	}
-	return adapters.CheckWeightsFile(filepath.Join(dir, "adapter_model.safetensors"))
+	err = peft.CheckWeightsFile(filepath.Join(dir, "adapter_model.safetensors"))
+	if errors.Is(err, safetensors.ErrNonFinite) {
+		return fmt.Errorf("%w; this adapter is not served", err)
+	}
+	return err
 }
 
 // folderStamp is the newest modification time of dir and its two files,

@@ -208,6 +208,11 @@ func (r *Run) ReadOptimizer(n int, opt []Tensor) error {
 		if err := f.Float32Into(t.Values, t.Name); err != nil {
 			return fmt.Errorf("checkpoint: %s: %w", path, err)
 		}
+		// A NaN or infinite moment makes every update of its weights NaN
+		// from the first step resumed.
+		if err := safetensors.CheckFinite(t.Name, t.Values, 0); err != nil {
+			return fmt.Errorf("checkpoint: %s: %w", path, err)
+		}
 	}
 	return nil
 }

@@ -239,7 +239,7 @@ func (m *Model) LoadWeights(src TensorSource) error {
 			if err := src.Float32Into(t.Values, t.Name); err != nil {
 				return fmt.Errorf("model: tensor %q: %w", t.Name, err)
 			}
-			if i := kernels.FirstNonFinite(t.Values); i >= 0 {
+			if i := safetensors.FirstNonFinite(t.Values); i >= 0 {
 				return nonFiniteWeight(t, i, t.Values[i])
 			}
 			continue
@@ -332,7 +332,7 @@ func loadBF16(be kernels.Backend, bits []uint16, src TensorSource, name string, 
 		if err := safetensors.ToFloat32(f, d, b[lo*size:(lo+len(f))*size]); err != nil {
 			return -1, err
 		}
-		if i := kernels.FirstNonFinite(f); i >= 0 {
+		if i := safetensors.FirstNonFinite(f); i >= 0 {
 			return lo + i, nil
 		}
 		kernels.ToBF16(h, f)

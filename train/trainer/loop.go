@@ -15,6 +15,7 @@ import (
 
 	"github.com/hone-rl/hone/format/peft"
 	"github.com/hone-rl/hone/format/runfolder"
+	"github.com/hone-rl/hone/internal/stageerr"
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/train/checkpoint"
 	"github.com/hone-rl/hone/train/model"
@@ -269,11 +270,13 @@ func metricAttrs(row map[string]float64) []any {
 }
 
 // Restore loads step n of run for model m: the adapter (placed on m's
-// backend) and the optimizer's moments and update count.
+// backend) and the optimizer's moments and update count. An adapter or
+// optimizer file that cannot be used (a NaN weight or moment left by a
+// diverged step, a corrupt copy) is the input's fault: stageerr.Input.
 func Restore(run *checkpoint.Run, n int, m *model.Model, p kernels.AdamWParams, maxGradNorm float64) (*model.Adapter, *AdamW, checkpoint.State, error) {
 	ad, err := model.ReadAdapter(run.StepDir(n), &m.Config)
 	if err != nil {
-		return nil, nil, checkpoint.State{}, err
+		return nil, nil, checkpoint.State{}, stageerr.Input(err)
 	}
 	st, err := run.ReadState(n)
 	if err != nil {
@@ -290,7 +293,7 @@ func Restore(run *checkpoint.Run, n int, m *model.Model, p kernels.AdamWParams, 
 	if err := run.ReadOptimizer(n, opt.Tensors()); err != nil {
 		opt.Free()
 		ad.Free()
-		return nil, nil, st, err
+		return nil, nil, st, stageerr.Input(err)
 	}
 	opt.Step = st.OptimizerStep
 	return ad, opt, st, nil

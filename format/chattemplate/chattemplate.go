@@ -146,14 +146,14 @@ func Load(dir string) (*Template, error) {
 	}
 	var override string
 	jinjaPath := filepath.Join(dir, "chat_template.jinja")
-	if b, err := os.ReadFile(jinjaPath); err == nil {
+	if b, err := exactjson.ReadFile(jinjaPath); err == nil {
 		override = string(b)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("chat template: %w", err)
 	}
 	if override == "" && !hasTemplate(cfg) {
 		procPath := filepath.Join(dir, "chat_template.json")
-		b, err := os.ReadFile(procPath)
+		b, err := exactjson.ReadFile(procPath)
 		switch {
 		case err == nil:
 			var p struct {
@@ -178,7 +178,7 @@ func Load(dir string) (*Template, error) {
 	}
 	extra, _ := filepath.Glob(filepath.Join(dir, "additional_chat_templates", "*.jinja"))
 	for _, p := range extra {
-		b, err := os.ReadFile(p)
+		b, err := exactjson.ReadFile(p)
 		if err != nil {
 			return nil, fmt.Errorf("chat template: %w", err)
 		}

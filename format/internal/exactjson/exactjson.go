@@ -81,14 +81,17 @@ func firstInvalid(data []byte) int {
 	return len(data)
 }
 
-// MaxFileSize bounds the JSON files ReadFile reads. The largest such file
-// Hone reads, the index of a checkpoint of ~100k tensors, is a few MB;
-// a file far past it is a weights file under a config's name or a corrupt
-// write, to be refused before it is read into memory.
+// MaxFileSize bounds the config files ReadFile reads (JSON configs, and
+// the chat templates beside them). The largest such file Hone reads, the
+// index of a checkpoint of ~100k tensors, is a few MB; a file far past it
+// is a weights file under a config's name or a corrupt write, to be
+// refused before it is read into memory.
 const MaxFileSize = 64 << 20
 
-// ReadFile reads the JSON file at path, refusing one of more than
-// MaxFileSize bytes with an error naming its size.
+// ReadFile reads the config file at path, refusing one of more than
+// MaxFileSize bytes with an error naming its size. An error opening the
+// file is returned as it is (errors.Is(err, fs.ErrNotExist) holds for a
+// missing file).
 func ReadFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -96,7 +99,7 @@ func ReadFile(path string) ([]byte, error) {
 	}
 	defer f.Close()
 	if st, err := f.Stat(); err == nil && st.Size() > MaxFileSize {
-		return nil, fmt.Errorf("%s is %d bytes, more than the %d a JSON config may be (is it the right file?)", path, st.Size(), MaxFileSize)
+		return nil, fmt.Errorf("%s is %d bytes, more than the %d a config file may be (is it the right file?)", path, st.Size(), MaxFileSize)
 	}
 	// A file that grew since the Stat, or a pipe, is bounded all the same.
 	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
@@ -104,7 +107,7 @@ func ReadFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	if len(b) > MaxFileSize {
-		return nil, fmt.Errorf("%s is more than the %d bytes a JSON config may be (is it the right file?)", path, MaxFileSize)
+		return nil, fmt.Errorf("%s is more than the %d bytes a config file may be (is it the right file?)", path, MaxFileSize)
 	}
 	return b, nil
 }

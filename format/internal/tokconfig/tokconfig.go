@@ -15,6 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/hone-rl/hone/format/internal/exactjson"
 	"slices"
 	"strings"
 )
@@ -27,13 +29,13 @@ import (
 // of tokens is an error naming it. (The callers own the file names, as
 // the model-folder contract wants.)
 func Read(cfgPath, mapPath string) ([]byte, error) {
-	cfg, err := os.ReadFile(cfgPath)
+	cfg, err := exactjson.ReadFile(cfgPath)
 	if errors.Is(err, os.ErrNotExist) {
 		cfg = nil
 	} else if err != nil {
 		return nil, err
 	}
-	smap, err := os.ReadFile(mapPath)
+	smap, err := exactjson.ReadFile(mapPath)
 	if errors.Is(err, os.ErrNotExist) {
 		return cfg, nil
 	} else if err != nil {

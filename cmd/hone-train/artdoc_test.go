@@ -9,10 +9,12 @@ import (
 )
 
 // TestARTDocFlagsExist: every flag docs/art.md's "ART option → Hone flag"
-// table names in its Hone column is a flag of hone-train grpo (its own or
-// inherited from hone-train), so the page cannot promise a flag that is
-// not there. The table must also cover ART's options the port is judged
-// by.
+// table names in its Hone and Notes columns is a flag of hone-train grpo
+// (its own or inherited from hone-train), so the page cannot promise a
+// flag that is not there, and each Hone default the Hone column states in
+// parentheses after a flag ("`--lr` (5e-6)", "`--loss art` (default)") is
+// that flag's default: a porter reads the column to know what they need
+// not set. The table must also cover ART's options the port is judged by.
 func TestARTDocFlagsExist(t *testing.T) {
 	b, err := os.ReadFile("../../docs/art.md")
 	if err != nil {
@@ -27,7 +29,7 @@ func TestARTDocFlagsExist(t *testing.T) {
 		return grpo.Flags().Lookup(name) != nil || grpo.InheritedFlags().Lookup(name) != nil
 	}
 	flag := regexp.MustCompile(`--([a-z0-9][a-z0-9-]*)`)
-	var table, artCol []string
+	var table, artCol, notes []string
 	inTable := false
 	for _, line := range strings.Split(string(b), "\n") {
 		if strings.HasPrefix(line, "| ART option | Hone |") {
@@ -46,6 +48,7 @@ func TestARTDocFlagsExist(t *testing.T) {
 		}
 		artCol = append(artCol, cells[1])
 		table = append(table, cells[2])
+		notes = append(notes, cells[3])
 	}
 	if len(table) < 30 {
 		t.Fatalf("the ART option table has %d rows; want the full table", len(table))
@@ -61,6 +64,32 @@ func TestARTDocFlagsExist(t *testing.T) {
 	}
 	if n < 30 {
 		t.Errorf("only %d flags in the table's Hone column", n)
+	}
+	for _, cell := range notes {
+		for _, m := range flag.FindAllStringSubmatch(cell, -1) {
+			if !exists(m[1]) {
+				t.Errorf("docs/art.md's notes name --%s, which hone-train grpo does not have", m[1])
+			}
+		}
+	}
+	checked := 0
+	for _, cell := range table {
+		for _, d := range statedDefaults(cell) {
+			f := grpo.Flags().Lookup(d[0])
+			if f == nil {
+				f = grpo.InheritedFlags().Lookup(d[0])
+			}
+			if f == nil {
+				continue // reported above
+			}
+			checked++
+			if !sameValue(d[1], f.DefValue) {
+				t.Errorf("docs/art.md says --%s defaults to %q; hone-train grpo's default is %q", d[0], d[1], f.DefValue)
+			}
+		}
+	}
+	if checked < 20 {
+		t.Errorf("only %d stated defaults were checked: the table's form changed", checked)
 	}
 	// The options issue #25 names are covered.
 	art := strings.Join(artCol, " ")

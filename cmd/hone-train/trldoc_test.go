@@ -78,11 +78,30 @@ func TestTRLDocFlags(t *testing.T) {
 
 // statedDefaults returns the (flag, value) pairs a table cell states as
 // "`--flag` (value)" or "`--flag` (`value`)" or "`--flag` (value: words)",
-// leaving out phrases such as "(0.2 with `--loss ppo`)".
+// a list "`--a`, `--b` (1, 2)" (one value per flag), or "`--flag value`
+// (default)", leaving out phrases such as "(0.2 with `--loss ppo`)" and
+// "(same defaults)".
 func statedDefaults(cell string) [][2]string {
-	re := regexp.MustCompile("`--([a-z0-9-]+)` \\(`?([A-Za-z0-9_.+-]+)`?(?::[^)]*)?\\)")
+	list := regexp.MustCompile("((?:`--[a-z0-9-]+`, )*`--[a-z0-9-]+`) \\(([^()]*)\\)")
+	value := regexp.MustCompile("^`?([A-Za-z0-9_.+-]+)`?(?::.*)?$")
+	name := regexp.MustCompile("`--([a-z0-9-]+)`")
 	var out [][2]string
-	for _, m := range re.FindAllStringSubmatch(cell, -1) {
+	for _, m := range list.FindAllStringSubmatch(cell, -1) {
+		flags := name.FindAllStringSubmatch(m[1], -1)
+		vals := []string{m[2]}
+		if len(flags) > 1 {
+			vals = strings.Split(m[2], ", ")
+		}
+		if len(vals) != len(flags) {
+			continue
+		}
+		for i, f := range flags {
+			if v := value.FindStringSubmatch(vals[i]); v != nil {
+				out = append(out, [2]string{f[1], v[1]})
+			}
+		}
+	}
+	for _, m := range regexp.MustCompile("`--([a-z0-9-]+) ([A-Za-z0-9_.+-]+)` \\(default\\)").FindAllStringSubmatch(cell, -1) {
 		out = append(out, [2]string{m[1], m[2]})
 	}
 	return out

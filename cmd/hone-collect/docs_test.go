@@ -673,8 +673,28 @@ func TestDocProxyPython(t *testing.T) {
 }
 
 // docs/proxy.md's Node example, with the official openai package, against
-// the real proxy in front of the real hone-serve.
+// the real proxy in front of the real hone-serve, run as the page says to
+// run it: saved under the file name it gives, with the openai major
+// version it names (the one testdata/proxy-node pins), and a second run
+// refused, its ids being fixed. The page once showed the code only: a
+// user saving it as agent.js, or installing openai 7 on Node 20, got an
+// error the page did not explain.
 func TestDocProxyNode(t *testing.T) {
+	page, err := os.ReadFile("../../docs/proxy.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	how := regexp.MustCompile("save it as `([a-z]+\\.mjs)`(?s:.*?)`npm install openai@(\\d+)`(?s:.*?)`node ([a-z]+\\.mjs)`").FindSubmatch(page)
+	if how == nil || string(how[1]) != string(how[3]) {
+		t.Fatalf("docs/proxy.md does not say how to run its Node example (save it as `X.mjs` … `npm install openai@N` … `node X.mjs`)")
+	}
+	pin, err := os.ReadFile("testdata/proxy-node/package.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"openai": "` + string(how[2]) + `.`; !strings.Contains(string(pin), want) {
+		t.Errorf("docs/proxy.md says npm install openai@%s; testdata/proxy-node/package.json, which the test runs, pins another:\n%s", how[2], pin)
+	}
 	node, err := exec.LookPath("node")
 	if err != nil {
 		docNeedTool(t, "node is not installed")
@@ -695,18 +715,26 @@ func TestDocProxyNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	code := strings.Replace(js.code, `"http://127.0.0.1:8100"`, strconv.Quote(strings.TrimSuffix(base, "/v1")), 1)
-	if err := os.WriteFile(filepath.Join(dir, "agent.mjs"), []byte(code), 0o644); err != nil {
+	file := string(how[1])
+	if err := os.WriteFile(filepath.Join(dir, file), []byte(code), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "agent.mjs")
-	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.Output()
+	runNode := func() ([]byte, string, error) {
+		cmd := exec.CommandContext(ctx, node, file)
+		cmd.Dir = dir
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		stdout, err := cmd.Output()
+		return stdout, stderr.String(), err
+	}
+	stdout, stderr, err := runNode()
 	if err != nil {
-		t.Fatalf("node: %v\n%s", err, stderr.String())
+		t.Fatalf("node: %v\n%s", err, stderr)
+	}
+	if _, again, err := runNode(); err == nil || !strings.Contains(again, "409") || !strings.Contains(again, "group node was already written") {
+		t.Errorf("a second run of the Node example: %v, stderr:\n%s\nthe page says it is refused with 409, group node already written", err, again)
 	}
 	var id string
 	var reward float64

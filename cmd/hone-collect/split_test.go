@@ -153,6 +153,36 @@ func TestStdioScenarioSplitFiltered(t *testing.T) {
 	}
 }
 
+// TestStdioSplitNoneAnsweredSaysWhatToDo: a stdio program that labels
+// every scenario train, run with --split val, is refused (exit 2) naming
+// the splits it answered, as docs/stdio-env.md says, and the message says
+// what the program should do: its scenarios request carries "split",
+// and a scenario of that split, or one without a label, is played. The
+// message named the counts only, leaving the author of a program that
+// ignores "split" to find the protocol's field in the page.
+func TestStdioSplitNoneAnsweredSaysWhatToDo(t *testing.T) {
+	py := envtest.Python(t, os.Getenv("CI") != "")
+	dir := t.TempDir()
+	trainOnly := strings.Replace(labelledProgram,
+		`[{"id": "a", "split": "train"}, {"id": "b", "split": "val"},
+                             {"id": "c", "split": "test"}, {"id": "d", "split": "train"}]`,
+		`[{"id": "a", "split": "train"}, {"id": "d", "split": "train"}]`, 1)
+	if trainOnly == labelledProgram {
+		t.Fatal("labelledProgram's scenarios changed: the test no longer makes a train-only program")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "env.py"), []byte(trainOnly), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := collectBin(t, "--env", "stdio", "--env-opt", "cmd="+py+" env.py", "--env-opt", "dir="+dir,
+		"--split", "val", "--groups", "2", "--seed", "5", "-G", "1", "--policy", "scripted", "-o", filepath.Join(dir, "val.parquet"))
+	if r.code != 2 || !strings.Contains(r.stderr, `asked for split "val"`) || !strings.Contains(r.stderr, "(it has 2 train)") {
+		t.Fatalf("exit %d, stderr %q; want exit 2 naming split val and the 2 train scenarios", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, `"split"`) || !strings.Contains(r.stderr, "without one") {
+		t.Errorf("stderr %q does not say what the program should answer (the request's \"split\", or scenarios without one)", r.stderr)
+	}
+}
+
 // TestTaskFileSplitRepeatIDsAvoidOtherSplits: a repeat's id ("peru-1")
 // is taken again while it names another task of the file. Chosen by
 // --split, the repeats were checked against the split's tasks alone, so a

@@ -218,7 +218,11 @@ func (e *Env) ScenariosOf(ctx context.Context, seed int64, n int, split string) 
 			}
 		}
 		if len(r.Scenarios) == 0 && len(all) > 0 {
-			return nil, stageerr.BadInputf("stdio: %v: asked for split %q, it answered none of its %d scenarios in it (it has %s)", e.argv, split, len(all), env.Splits(all))
+			// Say what to change: a program written before it knew of
+			// --split labels everything train and never reads the field.
+			return nil, stageerr.BadInputf("stdio: %v: asked for split %q, it answered none of its %d scenarios in it (it has %s): "+
+				"the scenarios request carries \"split\": %q; answer scenarios of that split, or without one (they are labelled with it) "+
+				"(docs/stdio-env.md)", e.argv, split, len(all), env.Splits(all), split)
 		}
 	}
 	// n is what the run asked for (--groups): a program that answers

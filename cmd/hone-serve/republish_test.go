@@ -74,6 +74,9 @@ func TestObjectStoreRunPublishedAnewServed(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitfor.Until(t, 20*time.Second, "r1@1 of the run published anew served", func() bool { return served("r1@1") })
+	// The deleted run's step 3, still loaded, was served under r1@3, a
+	// step the new run has not reached (TestReplacedRunStepsNotServed).
+	waitfor.Until(t, 20*time.Second, "r1@3 of the deleted run no longer served", func() bool { return !served("r1@3") })
 	want, err := os.ReadFile(filepath.Join(fresh, runfolder.StepName(1), "adapter_model.safetensors"))
 	if err != nil {
 		t.Fatal(err)

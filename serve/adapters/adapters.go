@@ -38,6 +38,11 @@ type Adapter struct {
 	Loaded  time.Time
 
 	stamp stamp // the folder's files when they were read
+	// runDir is the run folder the step was read from (nil where it could
+	// not be read): a run folder found another since (deleted and made
+	// anew, hone-serve's copy of a run published anew swapped in) holds
+	// another run's steps under the same names (dropReplaced).
+	runDir os.FileInfo
 	// freed is Options.Freed, called once the weights are freed.
 	freed func(*model.Adapter)
 	// refs counts the holds: one for the registry while the step is
@@ -297,6 +302,11 @@ func (r *Registry) Poll(ctx context.Context) int {
 // pollRun loads or switches to the current step of one run; it reports
 // whether it loaded an adapter.
 func (r *Registry) pollRun(name string) bool {
+	// Before the step is located: a folder swapped in meanwhile is read
+	// as the old one, whose steps go at the next poll, never the other
+	// way round.
+	runDir, _ := os.Stat(filepath.Join(r.o.Dir, name))
+	r.dropReplaced(name, runDir)
 	step, err := runfolder.Locate(r.o.Dir, name)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -334,11 +344,12 @@ func (r *Registry) pollRun(name string) bool {
 		}
 	}
 	r.clearWarning(placeKey(name))
-	a := &Adapter{Run: name, Step: step.N, Dir: step.Dir, Weights: w, Loaded: time.Now(), stamp: st, freed: r.o.Freed}
+	a := &Adapter{Run: name, Step: step.N, Dir: step.Dir, Weights: w, Loaded: time.Now(), stamp: st, runDir: runDir, freed: r.o.Freed}
 	a.refs.Store(1) // the registry's hold
 	for _, d := range r.install(a) {
 		d.unref()
 	}
+	r.dropReplaced(name, runDir) // the step current until now, if of the old folder
 	r.o.Log.Info("adapters: loaded", "model", a.Name(), "dir", step.Dir)
 	r.checkBase(name, step.Dir, base)
 	return true
@@ -507,6 +518,44 @@ func (r *Registry) install(a *Adapter) []*Adapter {
 		rn.steps = slices.Delete(rn.steps, 0, 1)
 	}
 	return dropped
+}
+
+// dropReplaced drops the loaded steps of run name, but its current one,
+// read from a run folder since deleted and made anew (a run retrained
+// under its name; hone-serve's copy of a run published anew, swapped in):
+// another folder than runDir, its folder now, whose step folder is gone
+// or holds other files (TestReplacedRunStepsNotServed). Named
+// "<run>@<step>", the old run's steps answered for the new run's, or for
+// steps it has not reached. The current one stays what "<run>" means
+// until the new folder's step loads (pollRun calls this again then): as
+// when a step fails to load, the previous one keeps serving. A step whose
+// folder is as it was read is kept: a file system whose folder identities
+// change (a network mount) drops nothing it should not.
+func (r *Registry) dropReplaced(name string, runDir os.FileInfo) {
+	// Poll holds pollMu, so that only reads of the registry run meanwhile:
+	// the folders are read outside mu.
+	r.mu.RLock()
+	var old []*Adapter
+	if rn := r.runs[name]; rn != nil {
+		for _, a := range rn.steps {
+			if a != rn.current && a.runDir != nil && runDir != nil && !os.SameFile(a.runDir, runDir) {
+				old = append(old, a)
+			}
+		}
+	}
+	r.mu.RUnlock()
+	old = slices.DeleteFunc(old, func(a *Adapter) bool { return stampOf(a.Dir) == a.stamp })
+	if len(old) == 0 {
+		return
+	}
+	r.mu.Lock()
+	rn := r.runs[name]
+	rn.steps = slices.DeleteFunc(rn.steps, func(a *Adapter) bool { return slices.Contains(old, a) })
+	r.mu.Unlock()
+	for _, a := range old {
+		r.o.Log.Info("adapters: dropped a step read from a run folder since deleted and made anew", "model", a.Name(), "dir", a.Dir)
+		a.unref()
+	}
 }
 
 // warnOnce logs a warning about condition key unless the same message was

@@ -17,7 +17,12 @@
 // that reads fine but cannot be placed on the backend (Options.Backend out
 // of memory for now) is retried at every poll, logged once. Per run
 // MaxKeep steps stay loaded and are addressable as "<run>@<N>": the current
-// one and the most recently current others. A DIR that has not existed
+// one and the most recently current others. A run folder deleted and made
+// anew (a run retrained under its name; hone-serve's copy of a run
+// published anew) holds another run: the steps read from the old folder
+// whose step folders are gone or hold other files are dropped, the current
+// one once the new folder's step loads, so that "<run>@<N>" never names
+// the old run's weights. A DIR that has not existed
 // since the registry was made (hone-serve started before hone-train's first
 // step) is said once at info, the base model served meanwhile; a DIR that
 // existed and went, or cannot be read, and a bad latest file are warned
@@ -32,7 +37,8 @@
 // Lifetime: Resolve hands out a Ref, a hold on the adapter that its user
 // (hone-serve: the engine, until it retired the request's last sequence)
 // gives up with Release. The registry holds each step while it is loaded.
-// A step it drops (beyond MaxKeep, a reload of the same step, Close) stays
+// A step it drops (beyond MaxKeep, a reload of the same step, its run
+// folder made anew, Close) stays
 // on the backend while any Ref holds it, and the last hold to go frees its
 // weights (model.Adapter.Free) exactly once: at once for a step nothing
 // uses, after the last request on it otherwise. A Ref released twice

@@ -96,7 +96,7 @@ func TestManifestTyposFail(t *testing.T) {
 		{"serve.yaml", "              path: /health\n              port: http\n            periodSeconds: 5", "              path: /health\n              prot: http\n            periodSeconds: 5"},
 		{"serve.yaml", "      serviceAccountName: hone", "      serviceAcountName: hone"},
 		{"serve.yaml", "  replicas: 1", "  replicas: one"},
-		{"serve.yaml", "memory: 8Gi", "memory: [8Gi]"},
+		{"serve.yaml", "memory: 36Gi", "memory: [36Gi]"},
 		{"serve.yaml", "        - name: hone-serve\n          image:", "        - image:"},
 		// the Service and the ServiceAccount
 		{"serve.yaml", "      targetPort: http", "      targetport: http"},
@@ -127,7 +127,7 @@ func TestManifestNumbersValidate(t *testing.T) {
 	}
 	for _, tc := range []struct{ from, to string }{
 		{`cpu: "4"`, "cpu: 4"},
-		{"memory: 8Gi", "memory: 8589934592"},
+		{"memory: 36Gi", "memory: 38654705664"},
 		{"      targetPort: http", "      targetPort: 8000"},
 		{"              port: http\n            periodSeconds: 5", "              port: 8000\n            periodSeconds: 5"},
 	} {
@@ -714,6 +714,10 @@ type serveDeployment struct {
 							Path string `json:"path"`
 						} `json:"httpGet"`
 					} `json:"readinessProbe"`
+					Resources struct {
+						Requests map[string]string `json:"requests"`
+						Limits   map[string]string `json:"limits"`
+					} `json:"resources"`
 				} `json:"containers"`
 			} `json:"spec"`
 		} `json:"template"`
@@ -781,5 +785,74 @@ func TestServeFirstPollWithinStartupProbe(t *testing.T) {
 	}
 	if timeout == 0 || timeout > budget/2 {
 		t.Errorf("serve.yaml: --poll-timeout %v, want one set and within half the startup probe's %v (the base model loads in the rest)", timeout, budget)
+	}
+}
+
+// memoryBytes reads a Kubernetes memory quantity as serve.yaml writes
+// them: a number of bytes, with a binary (Ki … Ti) or decimal (k … T)
+// suffix or none.
+func memoryBytes(q string) (int64, error) {
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"Ki", 1 << 10}, {"Mi", 1 << 20}, {"Gi", 1 << 30}, {"Ti", 1 << 40}, {"k", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}, {"", 1}} {
+		if n, ok := strings.CutSuffix(q, u.suffix); ok {
+			v, err := strconv.ParseInt(n, 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("memory quantity %q: %w", q, err)
+			}
+			return v * u.mult, nil
+		}
+	}
+	return 0, fmt.Errorf("memory quantity %q: no number", q)
+}
+
+// TestServeMemoryHoldsTheModel: serve.yaml's hone-serve holds the base
+// model's weights in memory at its --dtype (float32 unless given: 4
+// bytes a parameter) and a KV cache of up to --kv-cache-bytes. The
+// manifests are sized for a 7-8B model (TestTrainGracePeriodCoversUpload:
+// Llama-3-8B's shape, 8.03B parameters with its untied 128256-token
+// embedding and head), about 30 GiB in float32: a memory limit below that
+// has the kernel kill the pod (OOMKilled) while it loads, and Kubernetes
+// restart it, over and over. The request, what the scheduler reserves,
+// must cover it too, or the pod lands on a node that cannot hold it.
+func TestServeMemoryHoldsTheModel(t *testing.T) {
+	const (
+		vocab, hidden, kv, inter, layers = 128256, 4096, 1024, 14336, 32
+		overhead                         = 2 << 30 // the Go runtime, tokenizer, adapters, buffers
+	)
+	params := int64(2*vocab*hidden + layers*(2*hidden*hidden+2*hidden*kv+3*hidden*inter))
+	c := readServeDeployment(t).Spec.Template.Spec.Containers[0]
+	binaries(t, "hone-serve")
+	help, err := exec.Command(filepath.Join(bin, "hone-serve"), "--help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("hone-serve --help: %v\n%s", err, help)
+	}
+	dtype := regexp.MustCompile(`--dtype string .*\(default "(\w+)"\)`).FindSubmatch(help)
+	kvBytes := regexp.MustCompile(`--kv-cache-bytes int .*\(default (\d+)\)`).FindSubmatch(help)
+	if dtype == nil || kvBytes == nil {
+		t.Fatalf("hone-serve --help gives no default for --dtype or --kv-cache-bytes:\n%s", help)
+	}
+	flags := map[string]string{"--dtype": string(dtype[1]), "--kv-cache-bytes": string(kvBytes[1])}
+	for _, a := range c.Args {
+		if k, v, ok := strings.Cut(a, "="); ok {
+			flags[k] = v
+		}
+	}
+	perParam := map[string]int64{"float32": 4, "bfloat16": 2}[flags["--dtype"]]
+	cache, err := strconv.ParseInt(flags["--kv-cache-bytes"], 10, 64)
+	if perParam == 0 || err != nil || cache == 0 {
+		t.Fatalf("serve.yaml: --dtype %q, --kv-cache-bytes %q (%v): want a known dtype and a bounded cache", flags["--dtype"], flags["--kv-cache-bytes"], err)
+	}
+	need := params*perParam + cache + overhead
+	for kind, m := range map[string]map[string]string{"limit": c.Resources.Limits, "request": c.Resources.Requests} {
+		got, err := memoryBytes(m["memory"])
+		if err != nil {
+			t.Fatalf("serve.yaml: memory %s: %v", kind, err)
+		}
+		if got < need {
+			t.Errorf("serve.yaml: memory %s %s (%.1f GiB), and hone-serve holds an 8B model's weights in %s (%.1f GiB), a KV cache of %.1f GiB and about 2 GiB more: %.1f GiB",
+				kind, m["memory"], float64(got)/(1<<30), flags["--dtype"], float64(params*perParam)/(1<<30), float64(cache)/(1<<30), float64(need)/(1<<30))
+		}
 	}
 }

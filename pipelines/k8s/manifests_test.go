@@ -856,3 +856,38 @@ func TestServeMemoryHoldsTheModel(t *testing.T) {
 		}
 	}
 }
+
+// TestGPUStepsSelectNoNodeLabel: a step that asks for nvidia.com/gpu in
+// its limits is placed on a node whose device plugin offers one; that is
+// all Kubernetes needs ("Schedule GPUs"). A nodeSelector on a label the
+// device plugin does not set (nvidia.com/gpu.present is NVIDIA's GPU
+// Feature Discovery's: GKE's GPU nodes, and a cluster running only the
+// device plugin, lack it) left the train step Pending for ever there,
+// with a GPU free.
+func TestGPUStepsSelectNoNodeLabel(t *testing.T) {
+	gpu := 0
+	for _, file := range []string{"round.yaml", "cron.yaml"} {
+		r, err := Load(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tp := range r.spec().Templates {
+			if tp.Container == nil || !bytes.Contains(tp.Container.Resources, []byte("nvidia.com/gpu")) {
+				continue
+			}
+			gpu++
+			var sel map[string]string
+			if len(tp.NodeSelector) > 0 {
+				if err := yaml.Unmarshal(tp.NodeSelector, &sel); err != nil {
+					t.Fatalf("%s: template %s: nodeSelector: %v", file, tp.Name, err)
+				}
+			}
+			if len(sel) > 0 {
+				t.Errorf("%s: template %s asks for a GPU and also selects nodes by %q: a cluster whose GPU nodes lack those labels never schedules it", file, tp.Name, sel)
+			}
+		}
+	}
+	if gpu != 2 {
+		t.Errorf("%d templates ask for a GPU, want 2 (round.yaml's and cron.yaml's train)", gpu)
+	}
+}

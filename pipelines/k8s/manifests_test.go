@@ -891,3 +891,69 @@ func TestGPUStepsSelectNoNodeLabel(t *testing.T) {
 		t.Errorf("%d templates ask for a GPU, want 2 (round.yaml's and cron.yaml's train)", gpu)
 	}
 }
+
+// TestServePodRestricted: serve.yaml's pod meets the Pod Security
+// Standards' "restricted" profile, which a namespace labelled
+// pod-security.kubernetes.io/enforce=restricted holds every pod to: one
+// that does not is refused at creation, and the Deployment sits with no
+// pod and only a FailedCreate event to say why. The profile asks each
+// container for allowPrivilegeEscalation false and every capability
+// dropped, and the pod (or each container) for runAsNonRoot and the
+// runtime's seccomp profile. runAsNonRoot needs a numeric user to check,
+// and the image's USER is a name (hone, uid 10001 in the Dockerfile), so
+// the pod names the uid.
+func TestServePodRestricted(t *testing.T) {
+	b, err := os.ReadFile("serve.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dep struct {
+		Spec struct {
+			Template struct {
+				Spec struct {
+					SecurityContext struct {
+						RunAsNonRoot   *bool  `json:"runAsNonRoot"`
+						RunAsUser      *int64 `json:"runAsUser"`
+						SeccompProfile struct {
+							Type string `json:"type"`
+						} `json:"seccompProfile"`
+					} `json:"securityContext"`
+					Containers []struct {
+						Name            string `json:"name"`
+						SecurityContext struct {
+							AllowPrivilegeEscalation *bool `json:"allowPrivilegeEscalation"`
+							Capabilities             struct {
+								Drop []string `json:"drop"`
+							} `json:"capabilities"`
+						} `json:"securityContext"`
+					} `json:"containers"`
+				} `json:"spec"`
+			} `json:"template"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal([]byte(strings.Split(string(b), "\n---\n")[0]), &dep); err != nil {
+		t.Fatal(err)
+	}
+	pod := dep.Spec.Template.Spec
+	docker, err := os.ReadFile("Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid := regexp.MustCompile(`useradd --uid (\d+) .*\bhone\b`).FindSubmatch(docker)
+	if uid == nil {
+		t.Fatal("Dockerfile: no useradd --uid for the user hone")
+	}
+	sc := pod.SecurityContext
+	if sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.RunAsUser == nil || strconv.FormatInt(*sc.RunAsUser, 10) != string(uid[1]) {
+		t.Errorf("serve.yaml: the pod's runAsNonRoot %v, runAsUser %v: want true and the image's uid %s", sc.RunAsNonRoot, sc.RunAsUser, uid[1])
+	}
+	if sc.SeccompProfile.Type != "RuntimeDefault" {
+		t.Errorf("serve.yaml: the pod's seccompProfile type %q, want RuntimeDefault", sc.SeccompProfile.Type)
+	}
+	for _, c := range pod.Containers {
+		csc := c.SecurityContext
+		if csc.AllowPrivilegeEscalation == nil || *csc.AllowPrivilegeEscalation || !slices.Equal(csc.Capabilities.Drop, []string{"ALL"}) {
+			t.Errorf("serve.yaml: container %s: allowPrivilegeEscalation %v, capabilities dropped %q: want false and ALL", c.Name, csc.AllowPrivilegeEscalation, csc.Capabilities.Drop)
+		}
+	}
+}

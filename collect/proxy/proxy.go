@@ -66,12 +66,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -153,6 +155,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 type Proxy struct {
 	o      Options
 	client *http.Client
+	// made is the topmost folder start made for the output ("" when the
+	// output folder was there): a start refused after it (an upstream
+	// that is the proxy itself, a busy port) removes what it made.
+	made string
 
 	mu      sync.Mutex
 	groups  map[string]*group
@@ -229,12 +235,14 @@ func start(ctx context.Context, o Options) (*Proxy, error) {
 			return nil, stageerr.Usagef("proxy: --run: %v", err)
 		}
 	}
+	var made string
 	if !fileset.IsURL(o.OutDir) { // an object-store folder needs no making
 		dir, err := fileset.LocalPath(o.OutDir) // a file:// URL is its path
 		if err != nil {
 			return nil, stageerr.Usagef("proxy: output folder: %v", err)
 		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		made, err = mkdirNew(dir)
+		if err != nil {
 			return nil, fmt.Errorf("proxy: %w", err)
 		}
 		o.OutDir = dir
@@ -259,12 +267,13 @@ func start(ctx context.Context, o Options) (*Proxy, error) {
 	// request per 1000 objects.
 	in, err := fileset.ListSet(ctx, o.OutDir, ".parquet")
 	if err != nil {
+		removeMade(o.OutDir, made)
 		return nil, fmt.Errorf("proxy: output folder: %w", err)
 	}
 	defer in.Close()
 	// A folder an earlier run wrote into keeps its files: number ours after
 	// the last one there of the same run, so that none is replaced.
-	p := &Proxy{o: o, client: c, groups: map[string]*group{}, flushed: map[string]string{}, written: map[string]string{}, files: lastFileNumber(in.Names(), o.Run)}
+	p := &Proxy{o: o, client: c, made: made, groups: map[string]*group{}, flushed: map[string]string{}, written: map[string]string{}, files: lastFileNumber(in.Names(), o.Run)}
 	if err := p.readWritten(ctx, in); err != nil {
 		return nil, fmt.Errorf("proxy: output folder: %w", err)
 	}
@@ -1362,6 +1371,42 @@ func refuseSelf(ctx context.Context, o Options, bound net.Addr) error {
 	return nil
 }
 
+// mkdirNew makes dir and the parents it lacks, as os.MkdirAll does, and
+// returns the topmost folder it made ("" when dir was there), for
+// removeMade to take back.
+func mkdirNew(dir string) (string, error) {
+	made := ""
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil || !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		made = d
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	return made, nil
+}
+
+// removeMade removes dir and its parents up to made (the topmost folder
+// mkdirNew made), each only while it is empty: a refused start leaves
+// nothing it made, but never a file that another process put there in
+// the meantime. A folder that cannot be removed stops it, unsaid: it is
+// cleanup on a path that already failed.
+func removeMade(dir, made string) {
+	if made == "" {
+		return
+	}
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if os.Remove(d) != nil || d == made || filepath.Dir(d) == d {
+			return
+		}
+	}
+}
+
 // hasIP reports whether ip is one of the interface addresses addrs.
 func hasIP(addrs []net.Addr, ip net.IP) bool {
 	for _, a := range addrs {
@@ -1383,10 +1428,12 @@ func Run(ctx context.Context, o Options) error {
 	}
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
+		removeMade(p.o.OutDir, p.made)
 		return fmt.Errorf("proxy: %w", err)
 	}
 	if err := refuseSelf(ctx, o, ln.Addr()); err != nil {
 		ln.Close()
+		removeMade(p.o.OutDir, p.made)
 		return err
 	}
 	if o.OnListen != nil {

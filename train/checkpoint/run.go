@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/hone-rl/hone/format/peft"
 	"github.com/hone-rl/hone/format/runfolder"
@@ -165,6 +166,17 @@ func (r *Run) ReadState(n int) (State, error) {
 		return st, fmt.Errorf("checkpoint: %w", err)
 	}
 	if err := json.Unmarshal(b, &st); err != nil {
+		// The file's own field names, not Go's ("State.step of type int"):
+		// the user mends the file, not the program.
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			top, _, _ := strings.Cut(te.Field, ".")
+			want := map[string]string{"step": "a whole number", "optimizer_step": "a whole number", "metrics": "an object of numbers"}[top]
+			if want == "" {
+				want = "a " + te.Type.Kind().String()
+			}
+			err = fmt.Errorf("field %q: a JSON %s, want %s", te.Field, te.Value, want)
+		}
 		return st, fmt.Errorf("checkpoint: %s: %w", filepath.Join(r.StepDir(n), StateName), err)
 	}
 	return st, nil

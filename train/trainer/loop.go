@@ -270,8 +270,8 @@ func metricAttrs(row map[string]float64) []any {
 }
 
 // Restore loads step n of run for model m: the adapter (placed on m's
-// backend) and the optimizer's moments and update count. An adapter or
-// optimizer file that cannot be used (a NaN weight or moment left by a
+// backend) and the optimizer's moments and update count. An adapter,
+// trainer state or optimizer file that cannot be used (a NaN weight or moment left by a
 // diverged step, a corrupt copy) is the input's fault: stageerr.Input.
 func Restore(run *checkpoint.Run, n int, m *model.Model, p kernels.AdamWParams, maxGradNorm float64) (*model.Adapter, *AdamW, checkpoint.State, error) {
 	ad, err := model.ReadAdapter(run.StepDir(n), &m.Config)
@@ -280,7 +280,9 @@ func Restore(run *checkpoint.Run, n int, m *model.Model, p kernels.AdamWParams, 
 	}
 	st, err := run.ReadState(n)
 	if err != nil {
-		return nil, nil, st, err
+		// A cut-short or hand-edited trainer_state.json is the input's
+		// fault, as a bad adapter or optimizer file of the step is.
+		return nil, nil, st, stageerr.Input(err)
 	}
 	if err := ad.Place(m.Backend()); err != nil {
 		return nil, nil, st, err

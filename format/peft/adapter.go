@@ -16,7 +16,6 @@ import (
 	"strings"
 
 	"github.com/hone-rl/hone/format/hfconfig"
-	"github.com/hone-rl/hone/format/internal/exactjson"
 	"github.com/hone-rl/hone/format/safetensors"
 )
 
@@ -130,7 +129,7 @@ var nameRE = regexp.MustCompile(`^base_model\.model\.(model\.layers|model\.langu
 // Read loads the adapter in dir (adapter_config.json + adapter_model.safetensors).
 func Read(dir string) (*Adapter, error) {
 	cpath := filepath.Join(dir, ConfigName)
-	raw, err := exactjson.ReadFile(cpath)
+	raw, err := ReadConfigFile(cpath)
 	if err != nil {
 		return nil, fmt.Errorf("peft: %w", err)
 	}

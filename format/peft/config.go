@@ -134,6 +134,15 @@ func isNullOrEmpty(m json.RawMessage) bool {
 	return s == "" || s == "null" || s == "[]" || s == "{}"
 }
 
+// ReadConfigFile reads the adapter_config.json at path, refusing one of
+// more than 64 MiB by its size (a weights file under the config's name, a
+// corrupt write) before reading it into memory. It is the reader Read
+// uses, exported for the packages outside format (serve's vLLM sync) that
+// check a folder's config without the rest of Read. An error opening the
+// file is returned as it is (errors.Is(err, fs.ErrNotExist) holds for a
+// missing one).
+func ReadConfigFile(path string) ([]byte, error) { return exactjson.ReadFile(path) }
+
 // ParseConfig decodes adapter_config.json and rejects what Hone (and vLLM) cannot
 // apply faithfully. Unknown keys are ignored, as PEFT and vLLM do.
 func ParseConfig(data []byte) (Config, error) {

@@ -480,7 +480,9 @@ func (f *Front) call(ctx context.Context, path string, body any) error {
 // whose weights hold a NaN or infinite value, before vLLM is asked to read
 // it: vLLM would serve such an adapter and answer with garbage.
 func checkFolder(dir string) error {
-	cfg, err := os.ReadFile(filepath.Join(dir, "adapter_config.json"))
+	// Bounded: a gigabyte under the config's name (a weights file copied
+	// to the wrong name) was read whole into memory to be refused.
+	cfg, err := peft.ReadConfigFile(filepath.Join(dir, peft.ConfigName))
 	if err != nil {
 		return fmt.Errorf("adapter folder: %w", err)
 	}

@@ -41,10 +41,19 @@
 //     version have not ended, its unload and the new load wait for them
 //     (the Sync after they ended does both), as for KeepAdapters above. An
 //     unload that fails leaves all as it was, to be tried again at the
-//     next Sync. Only the current step
+//     next Sync. Of a run folder that is the same, only the current step
 //     is checked, as in the embedded server: a replaced folder of a step
-//     that is merely kept loaded is noticed when it becomes current. A step
-//     folder
+//     that is merely kept loaded is noticed when it becomes current. A run
+//     folder deleted and made anew (a run retrained under its name;
+//     hone-serve's copy of a run published anew, swapped in) holds another
+//     run, and the embedded server's test decides (serve/adapters): the
+//     versions read from the old folder whose step folders are gone or
+//     written since are unloaded, as the replaced step above is, so that
+//     "<run>@<step>" never names the old run's weights; the kept ones
+//     before the new current step loads, the current one after, so that
+//     "<run>" answers throughout (but for a current step the new run has
+//     too: vLLM holds one version per name, and it is reloaded as above).
+//     A step folder
 //     that is not a whole adapter, whose weights hold a NaN or infinite
 //     value, or that resolves through a link to outside the adapters folder
 //     is never pushed to vLLM. A failed load is logged, the previous version

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"path"
 	"slices"
 	"strconv"
@@ -79,6 +80,12 @@ type runState struct {
 	// stamp is each loaded step's folder stamp when vLLM read it: a step
 	// folder written again since (a redone run) is loaded again.
 	stamp map[int]time.Time
+	// runDir is, per loaded step, the run folder it was read from (absent
+	// where that could not be read): a run folder found another since
+	// (deleted and made anew; hone-serve's copy of a run published anew,
+	// swapped in) holds another run's steps under the same names
+	// (dropReplacedRun).
+	runDir map[int]os.FileInfo
 	// stale holds the steps vLLM still holds from a folder written again
 	// since, taken out of loaded (no request resolves to them) but not yet
 	// unloaded, as requests sent to them have not ended (dropReplaced).

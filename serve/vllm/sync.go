@@ -73,6 +73,10 @@ func (f *Front) reportOnce(key string, err error) error {
 }
 
 func (f *Front) syncRun(ctx context.Context, run string) error {
+	// Before the step is located: a run folder swapped in meanwhile is
+	// taken for the old one, whose steps go at the next Sync, never the
+	// other way round.
+	runDir, _ := os.Stat(filepath.Join(f.o.AdaptersDir, run))
 	found, err := runfolder.Locate(f.o.AdaptersDir, run)
 	if errors.Is(err, os.ErrNotExist) {
 		return f.reportOnce(run, nil) // no step yet
@@ -86,10 +90,11 @@ func (f *Front) syncRun(ctx context.Context, run string) error {
 	rs := f.runs[run]
 	if rs == nil {
 		// Only Sync (under syncMu) changes a runState; readers take mu.
-		rs = &runState{current: -1, failed: map[int]time.Time{}, path: map[int]string{}, stamp: map[int]time.Time{}, stale: map[int]bool{}}
+		rs = &runState{current: -1, failed: map[int]time.Time{}, path: map[int]string{}, stamp: map[int]time.Time{}, runDir: map[int]os.FileInfo{}, stale: map[int]bool{}}
 		f.runs[run] = rs
 	}
 	f.mu.Unlock()
+	replacedRunErr := f.dropReplacedRun(ctx, run, rs, runDir)
 	dir, err := filepath.Abs(found.Dir)
 	if err != nil {
 		return fmt.Errorf("vllm: run %s: %w", run, err)
@@ -110,15 +115,18 @@ func (f *Front) syncRun(ctx context.Context, run string) error {
 			// Failed before and unchanged since: not tried again, but an
 			// unload that failed earlier still is, or an old version would
 			// stay in vLLM, beyond KeepAdapters, until the next new step.
-			return f.unloadOld(ctx, run, rs)
+			return errors.Join(replacedRunErr, f.unloadOld(ctx, run, rs))
 		}
 		if slices.Contains(rs.loaded, step) && !replaced {
 			f.switchTo(run, rs, step)
 		} else if err := checkFolder(found.Real); err != nil {
 			loadErr = err
 		} else {
-			retry, loadErr = f.loadStep(ctx, run, rs, step, dir, stamp, replaced)
+			retry, loadErr = f.loadStep(ctx, run, rs, step, dir, stamp, runDir, replaced)
 		}
+		// The step current until now, if of the old run folder, once
+		// "<run>" maps to the new one's.
+		replacedRunErr = errors.Join(replacedRunErr, f.dropReplacedRun(ctx, run, rs, runDir))
 		// An outage is no refusal of the folder: the load is tried again at
 		// the next Sync (reported once while it lasts), not held back until
 		// the folder changes.
@@ -138,17 +146,17 @@ func (f *Front) syncRun(ctx context.Context, run string) error {
 			delete(rs.failed, step)
 		}
 	}
-	return errors.Join(loadErr, f.unloadOld(ctx, run, rs))
+	return errors.Join(loadErr, replacedRunErr, f.unloadOld(ctx, run, rs))
 }
 
-// loadStep loads dir (whose folder stamp is st) as "<run>@<step>" and
-// points "<run>" at it. A step vLLM holds from a folder since replaced is
+// loadStep loads dir (whose folder stamp is st, in run folder runDir) as
+// "<run>@<step>" and points "<run>" at it. A step vLLM holds from a folder since replaced is
 // unloaded first (dropReplaced): vLLM refuses a second load under a loaded
 // name, and load_inplace would swap the weights under the requests in
 // flight on that name. While requests sent to that version have not ended,
 // neither is done: retry with no error, tried again at the next Sync.
 // retry reports a failure that is no refusal of the folder.
-func (f *Front) loadStep(ctx context.Context, run string, rs *runState, step int, dir string, st time.Time, replaced bool) (retry bool, err error) {
+func (f *Front) loadStep(ctx context.Context, run string, rs *runState, step int, dir string, st time.Time, runDir os.FileInfo, replaced bool) (retry bool, err error) {
 	name := runfolder.ServedName(run, step)
 	if replaced {
 		waiting, err := f.dropReplaced(ctx, run, rs, step)
@@ -163,6 +171,11 @@ func (f *Front) loadStep(ctx context.Context, run string, rs *runState, step int
 	rs.loaded = append(rs.loaded, step)
 	rs.path[step] = dir
 	rs.stamp[step] = st
+	if runDir != nil {
+		rs.runDir[step] = runDir
+	} else {
+		delete(rs.runDir, step)
+	}
 	rs.current = step
 	f.mu.Unlock()
 	f.o.Log.Info("vllm: adapter loaded", "name", name, "path", dir)
@@ -226,8 +239,50 @@ func (f *Front) dropReplaced(ctx context.Context, run string, rs *runState, step
 	delete(rs.stale, step)
 	delete(rs.path, step)
 	delete(rs.stamp, step)
+	delete(rs.runDir, step)
 	f.mu.Unlock()
 	return false, nil
+}
+
+// dropReplacedRun unloads the versions of run, but the one "<run>" maps
+// to, that vLLM read from a run folder since deleted and made anew (a run
+// retrained under its name; hone-serve's copy of a run published anew,
+// swapped in): another folder than runDir, the run's folder now, whose
+// step folder is gone or was written since (TestSyncReplacedRunUnloadsOldSteps).
+// Named "<run>@<step>", the old run's steps answered for the new run's, or
+// for steps it has not reached. The current one keeps "<run>" answering
+// until the new folder's step loads (syncRun calls this again then), as
+// when a step fails to load the previous one keeps serving. They leave
+// loaded at once, so no request resolves to them, and are unloaded as
+// stale versions are (unloadStale): at once, or once the requests sent to
+// them ended; a step the new run has too is then loaded from its folder.
+// A step whose folder is as vLLM read it is kept: a file system whose
+// folder identities change (a network mount) unloads nothing it should
+// not. This is the test serve/adapters makes (its dropReplaced).
+func (f *Front) dropReplacedRun(ctx context.Context, run string, rs *runState, runDir os.FileInfo) error {
+	if runDir == nil {
+		return nil
+	}
+	// Only Sync (under syncMu) changes rs, so it is read here without mu.
+	var old []int
+	for _, s := range rs.loaded {
+		if was := rs.runDir[s]; s != rs.current && was != nil && !os.SameFile(was, runDir) && !folderStamp(rs.path[s]).Equal(rs.stamp[s]) {
+			old = append(old, s)
+		}
+	}
+	if len(old) == 0 {
+		return nil
+	}
+	f.mu.Lock()
+	rs.loaded = slices.DeleteFunc(rs.loaded, func(x int) bool { return slices.Contains(old, x) })
+	for _, s := range old {
+		rs.stale[s] = true
+	}
+	f.mu.Unlock()
+	for _, s := range old {
+		f.o.Log.Info("vllm: run folder deleted and made anew; unloading a step read from the old one", "name", runfolder.ServedName(run, s), "serving", f.servingName(run, rs))
+	}
+	return f.unloadStale(ctx, run, rs)
 }
 
 // unloadStale unloads the stale versions of run (dropReplaced) whose
@@ -254,6 +309,7 @@ func (f *Front) unloadStale(ctx context.Context, run string, rs *runState) error
 		delete(rs.stale, s)
 		delete(rs.path, s)
 		delete(rs.stamp, s)
+		delete(rs.runDir, s)
 		f.mu.Unlock()
 		f.o.Log.Info("vllm: adapter read before its folder was replaced unloaded, its requests ended", "name", name)
 	}
@@ -316,6 +372,7 @@ func dropLoaded(rs *runState, step int) {
 	rs.loaded = slices.DeleteFunc(rs.loaded, func(x int) bool { return x == step })
 	delete(rs.path, step)
 	delete(rs.stamp, step)
+	delete(rs.runDir, step)
 	if rs.current == step {
 		rs.current = -1
 	}
@@ -382,6 +439,7 @@ func (f *Front) unloadOld(ctx context.Context, run string, rs *runState) error {
 		f.mu.Lock()
 		delete(rs.path, s)
 		delete(rs.stamp, s)
+		delete(rs.runDir, s)
 		f.mu.Unlock()
 		f.o.Log.Info("vllm: adapter unloaded", "name", runfolder.ServedName(run, s))
 	}

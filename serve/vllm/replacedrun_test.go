@@ -1,0 +1,160 @@
+package vllm
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hone-rl/hone/internal/waitfor"
+)
+
+// swapRun makes a new run folder for run beside the old one, with steps
+// made (each step-N with config revision tag), latest at latest, and
+// swaps it in whole, as hone-serve's copy of a run published anew is
+// replaced (format/runfolder replaceRun): the run folder is another, its
+// step folders written anew. It returns each new step's folder by step.
+func swapRun(t *testing.T, dir, run, tag string, latest int, steps ...int) map[int]string {
+	t.Helper()
+	fresh := filepath.Join(dir, "."+run+".tmp-new")
+	at := time.Now().Add(time.Hour) // ahead of the old folders' times
+	p := map[int]string{}
+	for _, n := range steps {
+		name := fmt.Sprintf("step-%06d", n)
+		d := filepath.Join(fresh, name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		files := map[string]string{
+			"adapter_config.json":       `{"r":8,"lora_alpha":16,"target_modules":["q_proj"],"peft_type":"LORA","revision":"` + tag + `"}`,
+			"adapter_model.safetensors": "\x08\x00\x00\x00\x00\x00\x00\x00{}      ",
+		}
+		for f, b := range files {
+			if err := os.WriteFile(filepath.Join(d, f), []byte(b), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chtimes(filepath.Join(d, f), at, at); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Chtimes(d, at, at); err != nil {
+			t.Fatal(err)
+		}
+		p[n] = filepath.Join(dir, run, name)
+	}
+	if err := os.WriteFile(filepath.Join(fresh, "latest"), []byte(fmt.Sprintf("step-%06d\n", latest)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := filepath.Join(dir, "."+run+".tmp-old")
+	if err := os.Rename(filepath.Join(dir, run), old); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(fresh, filepath.Join(dir, run)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(old); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestSyncReplacedRunUnloadsOldSteps: a run folder deleted and made anew
+// (hone-serve's copy of a run published anew, swapped in whole) holds
+// another run. Only the current step was checked, so the old run's steps
+// that vLLM held stayed loaded under "<run>@<step>" until KeepAdapters
+// pushed them out: the old run's step 3, which the new run has not
+// reached, was served as the run's. The old run's kept steps are unloaded
+// before the new current step loads, the old current one after it, so
+// that "<run>" answers throughout; and a step number the new run has
+// too is loaded from the new folder, never served from the old one.
+func TestSyncReplacedRunUnloadsOldSteps(t *testing.T) {
+	t.Run("new run behind", func(t *testing.T) {
+		fake, f, dir := newFixture(t, Options{KeepAdapters: 3})
+		ctx := context.Background()
+		syncSteps(t, f, dir, "r", 3)
+		fake.takeCalls()
+		probeModels(fake, f, "r", 2)
+		p := swapRun(t, dir, "r", "anew", 1, 1, 2)
+		if err := f.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		wantCalls(t, fake.takeCalls(), unload("r@1"), unload("r@2"), load("r@1", p[1]), unload("r@3"))
+		if got, want := fake.takeProbed(), []string{"r→r@3 r@2:false", "r→r@3 r@2:false", "r→r@3 r@2:false", "r→r@1 r@2:false"}; !slices.Equal(got, want) {
+			t.Fatalf("while the run was replaced, requests saw %q; want %q", got, want)
+		}
+		if got := f.Loaded(); !slices.Equal(got, []string{"r@1"}) {
+			t.Fatalf("Loaded = %v, want r@1", got)
+		}
+		if got := fake.readFrom("r@1"); !strings.Contains(got, `"revision":"anew"`) {
+			t.Fatalf("vLLM holds r@1 from %s; want the new run's folder", got)
+		}
+		setLatest(t, dir, "r", 2)
+		if err := f.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		wantCalls(t, fake.takeCalls(), load("r@2", p[2]))
+		if got := fake.readFrom("r@2"); !strings.Contains(got, `"revision":"anew"`) {
+			t.Fatalf("vLLM holds r@2 from %s; want the new run's folder", got)
+		}
+	})
+	t.Run("new current step was kept loaded", func(t *testing.T) {
+		fake, f, dir := newFixture(t, Options{KeepAdapters: 3})
+		ctx := context.Background()
+		syncSteps(t, f, dir, "r", 3)
+		fake.takeCalls()
+		probeModels(fake, f, "r", 2)
+		p := swapRun(t, dir, "r", "anew", 2, 1, 2)
+		if err := f.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		wantCalls(t, fake.takeCalls(), unload("r@1"), unload("r@2"), load("r@2", p[2]), unload("r@3"))
+		if got, want := fake.takeProbed(), []string{"r→r@3 r@2:false", "r→r@3 r@2:false", "r→r@3 r@2:false", "r→r@2 r@2:true"}; !slices.Equal(got, want) {
+			t.Fatalf("while the run was replaced, requests saw %q; want %q", got, want)
+		}
+		wantModel(t, f, "r", "r@2")
+		if got := fake.readFrom("r@2"); !strings.Contains(got, `"revision":"anew"`) {
+			t.Fatalf("vLLM holds r@2 from %s; want the new run's folder", got)
+		}
+		if got := f.Loaded(); !slices.Equal(got, []string{"r@2"}) {
+			t.Fatalf("Loaded = %v, want r@2", got)
+		}
+	})
+	t.Run("old step in use", func(t *testing.T) {
+		// A request in flight on the old run's step 2 keeps that version
+		// in vLLM until it ends (vLLM would cut its stream), but no new
+		// request resolves to it; then the new run's step 2 is loaded.
+		fake, f, dir := newFixture(t, Options{KeepAdapters: 3})
+		srv := httptest.NewServer(f)
+		t.Cleanup(srv.Close)
+		ctx := context.Background()
+		syncSteps(t, f, dir, "r", 3)
+		fake.takeCalls()
+		end := heldStream(t, fake, srv, "r@2", "r@2")
+		p := swapRun(t, dir, "r", "anew", 2, 1, 2)
+		if err := f.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		wantCalls(t, fake.takeCalls(), unload("r@1"))
+		wantModel(t, f, "r", "r@3") // the old current answers until the new one loads
+		if got, ok := f.Model("r@2"); ok {
+			t.Fatalf("Model(r@2) = %q while vLLM holds the old run's r@2", got)
+		}
+		end()
+		waitfor.Until(t, 10*time.Second, "the new run's r@2 loaded once the old one's request ended", func() bool {
+			if err := f.Sync(ctx); err != nil {
+				t.Fatal(err)
+			}
+			return strings.Contains(fake.readFrom("r@2"), `"revision":"anew"`)
+		})
+		wantCalls(t, fake.takeCalls(), unload("r@2"), load("r@2", p[2]), unload("r@3"))
+		wantModel(t, f, "r", "r@2")
+		if got := f.Loaded(); !slices.Equal(got, []string{"r@2"}) {
+			t.Fatalf("Loaded = %v, want r@2", got)
+		}
+	})
+}

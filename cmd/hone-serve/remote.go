@@ -115,7 +115,7 @@ func (r *remoteAdapters) start(ctx context.Context, adapters *string, every time
 			steps, err := pullRun(ctx, run, filepath.Join(cache, name), newest, timeout, func(step int, why error) {
 				warned.leftOutStep(name, step, why)
 			}, func(was, now int) {
-				log.Warn("the store's run is not the one pulled before (deleted and published anew under its name): the copy is replaced by the store's, whose latest is older than or the same as the copy's was", "run", name, "was", runfolder.StepName(was), "now", runfolder.StepName(now))
+				log.Warn("the store's run is not the one pulled before (deleted and published anew under its name): the copy is replaced by the store's", "run", name, "was", runfolder.StepName(was), "now", runfolder.StepName(now))
 			})
 			if err != nil {
 				if ctx.Err() != nil {

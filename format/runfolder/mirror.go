@@ -1,6 +1,7 @@
 package runfolder
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -368,8 +369,10 @@ type PullOptions struct {
 	// (hone-serve's cache; not a trainer's folder, ahead of the store by
 	// the steps it has not published): the store's run is the one to
 	// hold. A run deleted from the store and trained again under its name
-	// (its latest older than the copy's, or the step the copy's latest
-	// names listed with other files than were copied) replaces the copy,
+	// (its latest older than the copy's, the step the copy's latest names
+	// listed with other files than were copied, or, that step pruned, the
+	// store's metrics.jsonl holding another row of it than the copy's)
+	// replaces the copy,
 	// pulled whole beside it and swapped in (replaceRun), so a reader sees
 	// the old copy or the new one, never a mix. Before, a copy ahead of
 	// the store was left as it was, and hone-serve served the deleted
@@ -510,14 +513,15 @@ func Pull(ctx context.Context, remoteRun, localRun string, o PullOptions) ([]int
 // older than the copy's is a run deleted and published anew; and the
 // step the copy's latest names, listed by the store with other files
 // than the record of the pull that copied it (pulledRecord.Latest) says,
-// is one published anew under its name. A step the store no longer lists
-// (pruned as its run moved on), or lists with only some of the files
-// copied, each as copied (being pruned: removeStep deletes them one by
-// one), or a copy without the record (pulled by an older hone), tells
-// nothing, and is taken as the same run: a file published anew lists
-// another time or tag than the one copied, so only a file the record does
-// not name, or names otherwise, tells another run
-// (TestPullMirrorStepBeingPrunedIsNoRepublish).
+// is one published anew under its name. A step the store lists with only
+// some of the files copied, each as copied (being pruned: removeStep
+// deletes them one by one), or a copy without the record (pulled by an
+// older hone), tells nothing, and is taken as the same run: a file
+// published anew lists another time or tag than the one copied, so only a
+// file the record does not name, or names otherwise, tells another run
+// (TestPullMirrorStepBeingPrunedIsNoRepublish). A step the store no longer
+// lists at all (pruned as its run moved on, or by a run deleted and
+// trained past it) is judged by the metrics rows (otherMetrics).
 func republished(ctx context.Context, remoteRun, localRun string, last Step, from int, skip func(string) bool) (bool, error) {
 	if last.N < from {
 		return true, nil
@@ -526,14 +530,23 @@ func republished(ctx context.Context, remoteRun, localRun string, last Step, fro
 	if err != nil || rec.Latest == nil {
 		return false, err
 	}
+	// The step gone (pruned as the run moved on, or the run deleted and
+	// trained past it) tells nothing: the metrics rows may.
+	gone := func() (bool, error) {
+		if last.N == from {
+			return false, nil // a store whose latest step is gone: Pull copies nothing
+		}
+		return otherMetrics(ctx, remoteRun, localRun, from)
+	}
 	set, err := fileset.ListSet(ctx, fileset.Join(remoteRun, rec.Latest.Name), "")
 	if errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fileset.ErrNoBucket) {
-		return false, nil
+		return gone()
 	}
 	if err != nil {
 		return false, err
 	}
 	defer set.Close()
+	listed := 0
 	for i := range set.Len() {
 		base := baseName(set.Name(i))
 		if skip != nil && skip(base) {
@@ -550,8 +563,75 @@ func republished(ctx context.Context, remoteRun, localRun string, last Step, fro
 		if !rec.Latest.Files[j].sameAs(fi) {
 			return true, nil
 		}
+		listed++
+	}
+	if listed == 0 {
+		return gone()
 	}
 	return false, nil
+}
+
+// otherMetrics reports whether the store's run remoteRun, which no longer
+// lists the step from that the copy localRun's latest names, is another
+// run than the one copied (TestPullMirrorRepublishedPastPrunedLatest):
+// the same run pruned it as it trained on (--keep-last), where a run
+// deleted and trained again past it under the same name did too, and its
+// steps were pulled on top of the old run's. Each metrics row hone-train
+// writes is stamped with when its step ended, to the millisecond, and
+// only a local rollback rewrites the row of a step the store has had: the
+// copy's newest row of a step no later than from is in the store's
+// metrics.jsonl, line for line, while the run is the same, and a row of
+// that step otherwise says it is another. A copy or a store without the
+// file, or a store without a row of that step, tells nothing, and the run
+// is taken as the same, as before.
+func otherMetrics(ctx context.Context, remoteRun, localRun string, from int) (bool, error) {
+	mine, err := os.ReadFile(filepath.Join(localRun, MetricsName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var row []byte
+	step := -1
+	for _, line := range bytes.Split(mine, []byte{'\n'}) {
+		if n, ok := metricsStep(line); ok && n <= from && n >= step {
+			row, step = line, n
+		}
+	}
+	if row == nil {
+		return false, nil
+	}
+	name := fileset.Join(remoteRun, MetricsName)
+	theirs, err := fileset.ReadFile(ctx, name)
+	if errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fileset.ErrNoBucket) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", fileset.DisplayName(name), err)
+	}
+	other := false
+	for _, line := range bytes.Split(theirs, []byte{'\n'}) {
+		if bytes.Equal(line, row) {
+			return false, nil
+		}
+		if n, ok := metricsStep(line); ok && n == step {
+			other = true
+		}
+	}
+	return other, nil
+}
+
+// metricsStep is the step of a metrics.jsonl line; ok is false for a
+// line that is no row (a torn last line, an empty one).
+func metricsStep(line []byte) (int, bool) {
+	var r struct {
+		Step *float64 `json:"step"`
+	}
+	if json.Unmarshal(line, &r) != nil || r.Step == nil {
+		return 0, false
+	}
+	return int(*r.Step), true
 }
 
 // replaceRun pulls the store's run remoteRun whole into a temporary folder

@@ -425,8 +425,12 @@ func (b *trajBuilder) consider(s *TrajStep, f TrajFile, g trajectory.Group) {
 // shownEpisode copies what the page shows of t, cutting long contents and
 // long conversations.
 func shownEpisode(t *trajectory.Trajectory, path string) *Episode {
-	e := &Episode{ID: t.ID, Sampler: sampler(t), SampledStep: t.Step, File: filepath.Base(path), Error: t.Error,
+	e := &Episode{ID: t.ID, Sampler: sampler(t), SampledStep: t.Step, File: filepath.Base(path), Error: cut(t.Error),
 		Components: slices.Clone(t.RewardComponents)}
+	// A traceback or a judge's reasoning can be as long as any message.
+	for i := range e.Components {
+		e.Components[i].Explanation = cut(e.Components[i].Explanation)
+	}
 	if t.Reward != nil {
 		r := *t.Reward
 		e.Reward = &r

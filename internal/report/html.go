@@ -147,7 +147,7 @@ var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE 
 {{end}}{{with .Rollouts}}<section id="rollouts"><h2>Sample rollouts</h2>
 <p class="caption">For each step, the group whose rewards spread widest, and in it the best and the worst episode: the pair GRPO learns most from.</p>
 {{range .}}{{$n := len .Steps}}<div class="run-rollouts" data-run="{{.Run}}">
-<label>run <code>{{.Run}}</code>, step <select class="rollout-step">{{range $i, $s := .Steps}}<option value="{{$i}}"{{if last $i $n}} selected{{end}}>{{num $s.X}}</option>{{end}}</select></label>
+<label>run <code>{{.Run}}</code>, step <select class="rollout-step">{{range $i, $s := .Steps}}<option value="{{$i}}"{{if last $i $n}} selected{{end}}>{{num $s.X}}</option>{{end}}</select></label>{{if gt .Of $n}} <span class="caption">showing {{$n}} of its {{.Of}} steps, evenly spaced, the first and the last among them</span>{{end}}
 {{range $i, $s := .Steps}}<div class="rollout" data-i="{{$i}}"{{if not (last $i $n)}} hidden{{end}}>
 <p class="meta">Step {{num $s.X}}: group <code>{{$s.Rollout.GroupID}}</code>{{with $s.Rollout.ScenarioID}}, scenario <code>{{.}}</code>{{end}}{{with $s.Rollout.Env}}, environment <code>{{.}}</code>{{end}}, {{$s.Rollout.Episodes}} episodes. {{note $s}}</p>
 <div class="pair">{{with $s.Rollout.Best}}{{template "episode" (episode "best" .)}}{{end}}{{with $s.Rollout.Worst}}{{template "episode" (episode "worst" .)}}{{end}}</div>

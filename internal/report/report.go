@@ -99,6 +99,10 @@ type Section struct {
 type RunRollouts struct {
 	Run   string
 	Steps []*TrajStep
+	// Of counts the run's steps that have a rollout; more than len(Steps)
+	// when a long run shows some of them (maxRolloutSteps), which the page
+	// says.
+	Of int
 }
 
 // Page is what WriteHTML writes, exposed so that callers and tests can look

@@ -378,6 +378,7 @@ func rollouts(runs []RunInput, tr *Trajectories) []RunRollouts {
 				steps = append(steps, s)
 			}
 		}
+		of := len(steps)
 		if n := len(steps); n > maxRolloutSteps {
 			thin := make([]*TrajStep, 0, maxRolloutSteps)
 			for i := 0; i < maxRolloutSteps; i++ {
@@ -386,7 +387,7 @@ func rollouts(runs []RunInput, tr *Trajectories) []RunRollouts {
 			steps = thin
 		}
 		if len(steps) > 0 {
-			out = append(out, RunRollouts{Run: r.Name, Steps: steps})
+			out = append(out, RunRollouts{Run: r.Name, Steps: steps, Of: of})
 		}
 	}
 	return out

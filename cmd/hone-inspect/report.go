@@ -69,7 +69,8 @@ one after another (as jq writes them), or arrays of them:
   {"label":"after-grpo","step":40,"accuracy":0.62,"mean_reward":0.41}
 "label" (required) names what was evaluated, "step" (optional integer,
 default 0) places it on the step axis, "run" (optional) names the run whose
-time and token axes place it. Every other numeric key is a metric with a
+time and token axes place it (the first run's when it names none on the
+page, which the page notes). Every other numeric key is a metric with a
 chart of one line per label, except the settings temperature, top_p,
 max_tokens, episodes and seed, which the eval table shows with the string
 values.`,

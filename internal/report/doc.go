@@ -36,7 +36,8 @@
 //
 //     "label" (string, required) names the model or stage evaluated,
 //     "step" (integer from 0 to 2^53, optional, default 0) is the training step it belongs
-//     to, "run" (optional) the run whose time and token axes place it. The
+//     to, "run" (optional) the run whose time and token axes place it (the
+//     first run's when it names none on the page, with a note). The
 //     numeric keys in settingKeys (temperature, episodes, ...) and string
 //     values say how the evaluation ran and go to the table; every other
 //     numeric key is a metric with one chart of one line per label.

@@ -245,6 +245,7 @@ func Build(ctx context.Context, in Input) (*Page, error) {
 		}
 	}
 	uniqueIDs(pg.Sections)
+	pg.Notes = append(pg.Notes, evalRunNotes(names, in.Evals)...)
 	pg.Rollouts = rollouts(in.Runs, tr)
 	if tr.Unplaced > 0 {
 		pg.Notes = append(pg.Notes, fmt.Sprintf("%d episodes of run(s) %s are not shown: none of the runs on this page sampled or trained on them.",
@@ -254,6 +255,22 @@ func Build(ctx context.Context, in Input) (*Page, error) {
 		pg.Notes = append(pg.Notes, fmt.Sprintf("%d values of the episodes that are not finite (infinite rewards; infinite or NaN reward components and environment metrics) are left out of the charts; hone-inspect stats shows them.", tr.NotFinite))
 	}
 	return pg, nil
+}
+
+// evalRunNotes says, once for each run name, which eval rows name a run
+// that is not on the page: evalSection places them by the first run's
+// axes, which a reader on the time or token axis should know.
+func evalRunNotes(names []string, rows []EvalRow) []string {
+	var notes, told []string
+	for _, r := range rows {
+		if r.Run == "" || slices.Contains(names, r.Run) || slices.Contains(told, r.Run) {
+			continue
+		}
+		told = append(told, r.Run)
+		notes = append(notes, fmt.Sprintf("%s: eval row of run %q, which is not on this page (%s): its time and token axes are those of %s.",
+			r.Where, r.Run, strings.Join(names, ", "), names[0]))
+	}
+	return notes
 }
 
 // axesOf computes a run's training-time and token axes from its "seconds"

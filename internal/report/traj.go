@@ -2,6 +2,7 @@ package report
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/hone-rl/hone/format/fileset"
@@ -164,9 +166,18 @@ type Episode struct {
 	Components  []trajectory.RewardComponent
 	Metrics     []Param
 	Error       string
-	Messages    []trajectory.Message // long contents cut, token ids dropped
-	Omitted     int                  // messages left out in the middle
-	OmittedAt   int                  // index in Messages where they were
+	Messages    []ShownMessage // long contents cut, token ids dropped
+	Omitted     int            // messages left out in the middle
+	OmittedAt   int            // index in Messages where they were
+}
+
+// ShownMessage is a message as the page shows it: its text, and Parts,
+// which says what of its content is not text ("1 content part not shown:
+// image_url"; "" when nothing is left out), so that an image-only turn
+// does not read as an empty one.
+type ShownMessage struct {
+	trajectory.Message
+	Parts string
 }
 
 // Limits on what one shown episode carries, so that a page of long agent
@@ -450,6 +461,7 @@ func shownEpisode(t *trajectory.Trajectory, path string) *Episode {
 		msgs = append(slices.Clone(msgs[:half]), msgs[len(msgs)-half:]...)
 	}
 	for _, m := range msgs {
+		parts := partsNotShown(m.ContentParts)
 		m.TokenIDs, m.Logprobs, m.ContentParts = nil, nil, ""
 		m.Content = cut(m.Content)
 		m.ReasoningContent = cut(m.ReasoningContent)
@@ -457,9 +469,50 @@ func shownEpisode(t *trajectory.Trajectory, path string) *Episode {
 		for i := range m.ToolCalls {
 			m.ToolCalls[i].Arguments = cut(m.ToolCalls[i].Arguments)
 		}
-		e.Messages = append(e.Messages, m)
+		e.Messages = append(e.Messages, ShownMessage{Message: m, Parts: parts})
 	}
 	return e
+}
+
+// partsNotShown counts the content parts of a message that are not text,
+// by type: "3 content parts not shown: 2 image_url, 1 input_audio". The
+// writer checked the parts (Trajectory.Validate), so a value that does not
+// parse has nothing to count.
+func partsNotShown(contentParts string) string {
+	var parts []struct {
+		Type string `json:"type"`
+	}
+	if contentParts == "" || json.Unmarshal([]byte(contentParts), &parts) != nil {
+		return ""
+	}
+	var types []string
+	count := map[string]int{}
+	n := 0
+	for _, p := range parts {
+		if p.Type == "text" {
+			continue
+		}
+		if count[p.Type] == 0 {
+			types = append(types, p.Type)
+		}
+		count[p.Type]++
+		n++
+	}
+	if n == 0 {
+		return ""
+	}
+	what := make([]string, len(types))
+	for i, t := range types {
+		what[i] = t
+		if len(types) > 1 {
+			what[i] = fmt.Sprintf("%d %s", count[t], t)
+		}
+	}
+	noun := "content part"
+	if n > 1 {
+		noun += "s"
+	}
+	return cut(fmt.Sprintf("%d %s not shown: %s", n, noun, strings.Join(what, ", ")))
 }
 
 // cut shortens s to maxShownRunes, saying how much was left out.

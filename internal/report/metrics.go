@@ -56,7 +56,7 @@ func ReadMetrics(r io.Reader, name string) (*Metrics, error) {
 		if v, ok := obj["step"]; ok {
 			s, ok := stepNumber(v)
 			if !ok {
-				return fmt.Errorf("%s:%d: step %v is not an integer from 0 to 2^53", name, line, v)
+				return fmt.Errorf("%s:%d: step %s is not an integer from 0 to 2^53", name, line, jsonText(v))
 			}
 			step = s
 		}
@@ -167,7 +167,7 @@ func evalRow(obj map[string]any, where string) (EvalRow, error) {
 	if v, ok := obj["step"]; ok {
 		s, ok := stepNumber(v)
 		if !ok {
-			return row, fmt.Errorf("%s: step %v is not an integer from 0 to 2^53", where, v)
+			return row, fmt.Errorf("%s: step %s is not an integer from 0 to 2^53", where, jsonText(v))
 		}
 		row.Step = s
 	}
@@ -313,6 +313,17 @@ func (l *lastByteReader) Read(p []byte) (int, error) {
 		l.last = p[n-1]
 	}
 	return n, err
+}
+
+// jsonText writes a decoded JSON value as the file had it, for messages:
+// %v printed the string "3" as 3, which reads as a valid step, and null
+// as <nil>.
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
 }
 
 // number reports v as a finite float64 when it is a JSON number.

@@ -64,3 +64,36 @@ func TestReportCutsLongErrorsAndExplanations(t *testing.T) {
 		}
 	}
 }
+
+// A turn's tool calls are bounded like its messages: a turn of a thousand
+// parallel calls used to go into the page whole, each call's arguments up
+// to 4000 characters, twice a step.
+func TestReportBoundsToolCalls(t *testing.T) {
+	run, traj := writeLongRun(t, 1, "", "")
+	var calls []trajectory.ToolCall
+	for i := range 1000 {
+		calls = append(calls, trajectory.ToolCall{ID: fmt.Sprintf("c%d", i), Type: "function", Name: "look", Arguments: `{"q":"` + strings.Repeat("y", 3000) + `"}`})
+	}
+	groups, err := trajectory.ReadFile(context.Background(), traj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range groups[0].Trajectories {
+		groups[0].Trajectories[i].Messages[1].ToolCalls = calls
+	}
+	if err := trajectory.WriteFile(context.Background(), traj, groups, trajectory.WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "r.html")
+	mustRun(t, nil, "report", run, "--trajectories", traj, "-o", out)
+	page, _ := readPage(t, out)
+	if len(page) > 1<<20 {
+		t.Errorf("page of one step is %d bytes", len(page))
+	}
+	if n := strings.Count(page, `<div class="toolcall">`); n != 2*20 {
+		t.Errorf("%d tool calls shown, want 20 of each episode's turn", n)
+	}
+	if !strings.Contains(page, `<div class="omitted">… 980 more tool calls left out …</div>`) {
+		t.Errorf("the page does not say that 980 tool calls are left out")
+	}
+}

@@ -172,7 +172,7 @@ var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE 
 {{end}}<div class="conv">
 {{range $i, $m := .E.Messages}}{{if and $.E.Omitted (eq $i $.E.OmittedAt)}}<div class="omitted">… {{$.E.Omitted}} messages left out …</div>
 {{end}}<div class="msg role-{{$m.Role}}"><div class="role">{{$m.Role}}{{with $m.Name}} <code>{{.}}</code>{{end}}{{with $m.ToolCallID}} ← <code>{{.}}</code>{{end}}{{with $m.FinishReason}} <span class="finish">{{.}}</span>{{end}}</div>
-{{with $m.ReasoningContent}}<details class="reasoning"><summary>reasoning</summary><pre>{{.}}</pre></details>{{end}}{{with $m.Content}}<pre class="content">{{.}}</pre>{{end}}{{with $m.Parts}}<p class="parts">{{.}}</p>{{end}}{{range $m.ToolCalls}}<div class="toolcall">calls <code>{{.Name}}</code><pre>{{.Arguments}}</pre>{{with .ID}}<span class="id">{{.}}</span>{{end}}</div>{{end}}</div>
+{{with $m.ReasoningContent}}<details class="reasoning"><summary>reasoning</summary><pre>{{.}}</pre></details>{{end}}{{with $m.Content}}<pre class="content">{{.}}</pre>{{end}}{{with $m.Parts}}<p class="parts">{{.}}</p>{{end}}{{range $m.ToolCalls}}<div class="toolcall">calls <code>{{.Name}}</code><pre>{{.Arguments}}</pre>{{with .ID}}<span class="id">{{.}}</span>{{end}}</div>{{end}}{{with $m.MoreToolCalls}}<div class="omitted">… {{.}} more tool calls left out …</div>{{end}}</div>
 {{end}}</div>
 </article>
 {{end}}`))

@@ -178,13 +178,17 @@ type Episode struct {
 type ShownMessage struct {
 	trajectory.Message
 	Parts string
+	// MoreToolCalls counts the tool calls left out after the first
+	// maxShownToolCalls.
+	MoreToolCalls int
 }
 
 // Limits on what one shown episode carries, so that a page of long agent
 // runs stays a size a browser opens quickly.
 const (
-	maxShownMessages = 40
-	maxShownRunes    = 4000
+	maxShownMessages  = 40
+	maxShownRunes     = 4000
+	maxShownToolCalls = 20 // of one turn
 )
 
 // ReadTrajectories reads the trajectory files and summarizes their
@@ -465,11 +469,12 @@ func shownEpisode(t *trajectory.Trajectory, path string) *Episode {
 		m.TokenIDs, m.Logprobs, m.ContentParts = nil, nil, ""
 		m.Content = cut(m.Content)
 		m.ReasoningContent = cut(m.ReasoningContent)
-		m.ToolCalls = slices.Clone(m.ToolCalls)
+		more := max(len(m.ToolCalls)-maxShownToolCalls, 0)
+		m.ToolCalls = slices.Clone(m.ToolCalls[:len(m.ToolCalls)-more])
 		for i := range m.ToolCalls {
 			m.ToolCalls[i].Arguments = cut(m.ToolCalls[i].Arguments)
 		}
-		e.Messages = append(e.Messages, ShownMessage{Message: m, Parts: parts})
+		e.Messages = append(e.Messages, ShownMessage{Message: m, Parts: parts, MoreToolCalls: more})
 	}
 	return e
 }

@@ -69,6 +69,9 @@ var funcs = template.FuncMap{
 		return i == n-1
 	},
 	"color": func(i int) string { return palette[i%len(palette)] },
+	// A role names a CSS class: one class, so that "user omitted" does not
+	// take on the page's own classes.
+	"class": safeID,
 	"note":  stepNote,
 	"reward": func(r *float64) string {
 		if r == nil {
@@ -171,7 +174,7 @@ var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE 
 {{end}}{{with .E.Error}}<p class="error">error: {{.}}</p>
 {{end}}<div class="conv">
 {{range $i, $m := .E.Messages}}{{if and $.E.Omitted (eq $i $.E.OmittedAt)}}<div class="omitted">… {{$.E.Omitted}} messages left out …</div>
-{{end}}<div class="msg role-{{$m.Role}}"><div class="role">{{$m.Role}}{{with $m.Name}} <code>{{.}}</code>{{end}}{{with $m.ToolCallID}} ← <code>{{.}}</code>{{end}}{{with $m.FinishReason}} <span class="finish">{{.}}</span>{{end}}</div>
+{{end}}<div class="msg role-{{class $m.Role}}"><div class="role">{{$m.Role}}{{with $m.Name}} <code>{{.}}</code>{{end}}{{with $m.ToolCallID}} ← <code>{{.}}</code>{{end}}{{with $m.FinishReason}} <span class="finish">{{.}}</span>{{end}}</div>
 {{with $m.ReasoningContent}}<details class="reasoning"><summary>reasoning</summary><pre>{{.}}</pre></details>{{end}}{{with $m.Content}}<pre class="content">{{.}}</pre>{{end}}{{with $m.Parts}}<p class="parts">{{.}}</p>{{end}}{{range $m.ToolCalls}}<div class="toolcall">calls <code>{{.Name}}</code><pre>{{.Arguments}}</pre>{{with .ID}}<span class="id">{{.}}</span>{{end}}</div>{{end}}{{with $m.MoreToolCalls}}<div class="omitted">… {{.}} more tool calls left out …</div>{{end}}</div>
 {{end}}</div>
 </article>

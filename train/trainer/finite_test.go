@@ -145,6 +145,31 @@ func TestNonFiniteMetricIsLeftOut(t *testing.T) {
 	}
 }
 
+// TestNonFiniteMetricOfSkippedStep: a step with nothing to train (every
+// group's rewards equal) writes its row too, and an infinite metric of its
+// job (the reward mean of rewards near the float64 limit) is left out
+// there as well: it failed the row's JSON, and the run, after the step was
+// saved.
+func TestNonFiniteMetricOfSkippedStep(t *testing.T) {
+	l, log := finiteLoop(t, 1e-3, func(int) LossFunc { return nll(nil, 0) })
+	l.Next = func(_ context.Context, s int) (*Job, error) {
+		return &Job{Skip: "every group's rewards are equal", Metrics: map[string]float64{"reward_mean": math.Inf(1), "groups": 2}}, nil
+	}
+	if err := l.Run(context.Background(), 0, 1); err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	rows, err := l.Ckpt.ReadMetrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := rows[1]["reward_mean"]; ok || rows[1]["groups"] != 2 {
+		t.Errorf("metrics row %v: want groups and no reward_mean", rows[1])
+	}
+	if !strings.Contains(log.String(), "metrics=reward_mean") {
+		t.Errorf("log does not name the dropped metric: %s", log)
+	}
+}
+
 // TestAdamWRefusesNonFiniteGradient: a NaN in the gradient leaves the
 // weights, moments and update count as they were.
 func TestAdamWRefusesNonFiniteGradient(t *testing.T) {

@@ -202,6 +202,7 @@ func (l *Loop) step(ctx context.Context, s int, starting func(*Job)) (map[string
 		row["trainable_tokens"] = 0
 		row["seconds"] = time.Since(t0).Seconds()
 		l.log().Info("nothing to train", "step", s+1, "why", job.Skip)
+		l.leaveOutNonFinite(row, s+1)
 		return row, nil
 	}
 	sums, norm, lr, updates, err := l.train(ctx, job, s)
@@ -225,10 +226,16 @@ func (l *Loop) step(ctx context.Context, s int, starting func(*Job)) (map[string
 	row["seconds"] = secs
 	row["tokens_per_s"] = sums["tokens"] / secs
 	l.log().Info("step", metricAttrs(row)...)
-	if bad := dropNonFinite(row); len(bad) > 0 {
-		l.log().Warn("metrics not finite, left out of the metrics row", "step", s+1, "metrics", strings.Join(bad, ","))
-	}
+	l.leaveOutNonFinite(row, s+1)
 	return row, nil
+}
+
+// leaveOutNonFinite drops row's NaN and Inf values (dropNonFinite),
+// warning of them by name; n is the step (1-based).
+func (l *Loop) leaveOutNonFinite(row map[string]float64, n int) {
+	if bad := dropNonFinite(row); len(bad) > 0 {
+		l.log().Warn("metrics not finite, left out of the metrics row", "step", n, "metrics", strings.Join(bad, ","))
+	}
 }
 
 // dropNonFinite deletes the NaN and Inf values of row, which JSON cannot

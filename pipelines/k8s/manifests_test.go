@@ -41,7 +41,7 @@ func TestManifestsValidate(t *testing.T) {
 	for name, want := range map[string][]string{
 		"round.yaml":   {"WorkflowTemplate"},
 		"cron.yaml":    {"CronWorkflow"},
-		"serve.yaml":   {"Deployment", "Service", "ServiceAccount"},
+		"serve.yaml":   {"Deployment", "Service", "ServiceAccount", "Role", "RoleBinding"},
 		"secrets.yaml": {"Secret", "Secret"},
 	} {
 		f, err := os.Open(name)
@@ -101,6 +101,11 @@ func TestManifestTyposFail(t *testing.T) {
 		// the Service and the ServiceAccount
 		{"serve.yaml", "      targetPort: http", "      targetport: http"},
 		{"serve.yaml", "kind: ServiceAccount\nmetadata:\n  name: hone", "kind: ServiceAccount\nmetadata:\n  nmae: hone"},
+		// the Role and the RoleBinding: a misspelt rule field, a wrong
+		// type, a roleRef with no name
+		{"serve.yaml", "    verbs: [create, patch]", "    verb: [create, patch]"},
+		{"serve.yaml", "resources: [workflowtaskresults]", "resources: workflowtaskresults"},
+		{"serve.yaml", "  kind: Role\n  name: hone-executor", "  kind: Role\n  nmae: hone-executor"},
 		// a Secret
 		{"secrets.yaml", "stringData:\n  AWS_REGION", "stringdata:\n  AWS_REGION"},
 		{"secrets.yaml", "type: Opaque\nstringData:\n  OPENAI", "type: [Opaque]\nstringData:\n  OPENAI"},

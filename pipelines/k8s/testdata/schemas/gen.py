@@ -6,7 +6,7 @@ Sources, both taken through the Go module proxy at the versions below:
   api/jsonschema/schema.json in the github.com/argoproj/argo-workflows/v3
   module;
 - for serve.yaml and secrets.yaml (Deployment, Service, ServiceAccount,
-  Secret), Kubernetes' OpenAPI v2 spec, api/openapi-spec/swagger.json in
+  Role, RoleBinding, Secret), Kubernetes' OpenAPI v2 spec, api/openapi-spec/swagger.json in
   the k8s.io/kubernetes module. Its descriptions are left out, to keep the
   files small; they do not change what validates. Kubernetes types
   Quantity as a string, but takes a number too (cpu: 4), so Quantity
@@ -34,13 +34,16 @@ ARGO_KINDS = {
     "cronworkflow-argoproj-v1alpha1.json": "io.argoproj.workflow.v1alpha1.CronWorkflow",
 }
 K8S = "k8s.io/kubernetes@v1.34.2"
-# kubeconform looks a kind up as KIND-GROUP-VERSION.json, the core group
+# kubeconform looks a kind up as KIND-GROUP-VERSION.json, GROUP the first
+# part of a dotted group (rbac.authorization.k8s.io: rbac), the core group
 # as KIND-VERSION.json.
 K8S_KINDS = {
     "deployment-apps-v1.json": "io.k8s.api.apps.v1.Deployment",
     "service-v1.json": "io.k8s.api.core.v1.Service",
     "serviceaccount-v1.json": "io.k8s.api.core.v1.ServiceAccount",
     "secret-v1.json": "io.k8s.api.core.v1.Secret",
+    "role-rbac-v1.json": "io.k8s.api.rbac.v1.Role",
+    "rolebinding-rbac-v1.json": "io.k8s.api.rbac.v1.RoleBinding",
 }
 INT_OR_STRING = {"oneOf": [{"type": "string"}, {"type": "integer"}]}
 

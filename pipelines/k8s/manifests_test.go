@@ -89,6 +89,8 @@ func TestManifestTyposFail(t *testing.T) {
 		{"round.yaml", "command: [sh, -c]", "comand: [sh, -c]"},
 		{"round.yaml", "entrypoint: round", "entrypoint: [round]"},
 		{"round.yaml", "          - name: collect\n            template: collect", "          - template: collect"},
+		{"round.yaml", "    secondsAfterFailure:", "    secondsAfterFail:"},
+		{"round.yaml", "strategy: OnPodSuccess", "strategy: [OnPodSuccess]"},
 		{"cron.yaml", "concurrencyPolicy: Forbid", "concurencyPolicy: Forbid"},
 		// the Deployment: a misspelt container field, a probe's, the
 		// pod's; a wrong type; a container with no name

@@ -8,7 +8,7 @@
 // {{inputs.parameters.X}} and {{item}}. It passes over the fields that
 // only say where and how a pod runs on the cluster (image, resources,
 // volumes, envFrom, retryStrategy, activeDeadlineSeconds, synchronization,
-// the CronWorkflow's schedule). Anything else it meets (a field such as a
+// podGC and ttlStrategy, the CronWorkflow's schedule). Anything else it meets (a field such as a
 // task's when or depends, or a container's env; a {{…}} it cannot fill; a
 // step with no container) is an error rather than a silent skip.
 package k8s
@@ -61,7 +61,12 @@ type cluster = json.RawMessage
 type workflowSpec struct {
 	Entrypoint         string  `json:"entrypoint"`
 	ServiceAccountName cluster `json:"serviceAccountName"`
-	Arguments          struct {
+	// When the cluster deletes a finished step's pod and the finished
+	// workflow: runlocal's steps are processes, gone when they exit, and
+	// it keeps no workflow object.
+	PodGC       cluster `json:"podGC"`
+	TTLStrategy cluster `json:"ttlStrategy"`
+	Arguments   struct {
 		Parameters []param `json:"parameters"`
 	} `json:"arguments"`
 	Templates []template `json:"templates"`

@@ -158,10 +158,12 @@ func (r *Run) pointer(name string) (int, bool, error) {
 	return s.N, true, nil
 }
 
-// ReadState reads step n's trainer_state.json.
+// ReadState reads step n's trainer_state.json. A file of more than
+// 64 MiB (a weights file under its name, a corrupt write) is refused by
+// its size before it is read into memory, as peft's config reader does.
 func (r *Run) ReadState(n int) (State, error) {
 	var st State
-	b, err := os.ReadFile(filepath.Join(r.StepDir(n), StateName))
+	b, err := peft.ReadConfigFile(filepath.Join(r.StepDir(n), StateName))
 	if err != nil {
 		return st, fmt.Errorf("checkpoint: %w", err)
 	}
@@ -182,9 +184,10 @@ func (r *Run) ReadState(n int) (State, error) {
 	return st, nil
 }
 
-// ReadConfig returns step n's train_config.json bytes.
+// ReadConfig returns step n's train_config.json bytes, refusing a file of
+// more than 64 MiB by its size, as ReadState does.
 func (r *Run) ReadConfig(n int) ([]byte, error) {
-	b, err := os.ReadFile(filepath.Join(r.StepDir(n), ConfigName))
+	b, err := peft.ReadConfigFile(filepath.Join(r.StepDir(n), ConfigName))
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}

@@ -24,7 +24,11 @@ export const models = {
 };
 
 export function loadTokenizer(key) {
-  const dir = join(here, "node_modules", models[key], "models");
+  return loadTokenizerDir(join(here, "node_modules", models[key], "models"));
+}
+
+// loadTokenizerDir reads DIR/tokenizer.json and DIR/tokenizer_config.json.
+export function loadTokenizerDir(dir) {
   const jsonText = readFileSync(join(dir, "tokenizer.json"));
   const config = JSON.parse(readFileSync(join(dir, "tokenizer_config.json"), "utf8"));
   const tok = new Tokenizer(JSON.parse(jsonText.toString("utf8")), config);

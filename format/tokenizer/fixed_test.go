@@ -144,8 +144,10 @@ func flagVariant(t *testing.T, src string, set map[string]map[string]any, extra 
 
 // TestDifferentialFixedJS runs testdata/tokenizers/js/fixed.mjs on
 // fixedCorpus with Hugging Face's JavaScript tokenizers and requires the same
-// ids and text here, as TestDifferentialJS does for its seeded corpus; the
-// texts of 100k characters skip the continuation cuts (one Encode per cut).
+// ids and text here, as TestDifferentialJS does for its seeded corpus, and
+// Encode's ids from the Limited encoder (checkLimited); the texts of 100k
+// characters skip the continuation cuts (one Encode per cut) and the
+// reference's encode without the post-processor's tokens.
 // Bytes that are not UTF-8 reach the reference through a TextDecoder, the
 // replacement Encode documents. Without node and `npm ci` in
 // testdata/tokenizers/js it skips, except under CI where it fails.
@@ -178,18 +180,22 @@ func TestDifferentialFixedJS(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
+		lim := tk.Limited()
 		t.Run(name, func(t *testing.T) {
 			for i, c := range res.Cases {
 				c.Text = texts[i]
 				if !checkFixed(t, tk, c) {
 					t.Errorf("case %d: %+q", i, abbrev(c.Text))
 				}
+				// hone-serve encodes prompts with the Limited encoder.
+				checkLimited(t, tk, lim, c.Text)
 			}
 			for i, c := range res.Long {
 				c.Text = long[i]
 				if !checkLong(t, tk, c) {
 					t.Errorf("long case %d: %+q", i, abbrev(c.Text))
 				}
+				checkLimited(t, tk, lim, c.Text)
 			}
 		})
 	}

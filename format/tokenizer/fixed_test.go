@@ -172,6 +172,9 @@ func TestDifferentialFixedJS(t *testing.T) {
 	texts, long := fixedCorpus(), fixedLongCorpus()
 	dirs := fixedTokenizers(t)
 	doc := runFixedJS(t, node, js, dirs, texts, long)
+	if len(doc) != len(dirs) {
+		t.Fatalf("fixed.mjs answered for %d tokenizers, want %d", len(doc), len(dirs))
+	}
 	for name, res := range doc {
 		if len(res.Cases) != len(texts) || len(res.Long) != len(long) && !strings.HasSuffix(name, "_flags") {
 			t.Fatalf("%s: %d and %d cases from fixed.mjs, want %d and %d", name, len(res.Cases), len(res.Long), len(texts), len(long))

@@ -158,3 +158,39 @@ func TestSyncReplacedRunUnloadsOldSteps(t *testing.T) {
 		}
 	})
 }
+
+// TestSyncReplacedRunWithNoStepYet: a run deleted and trained again under
+// its name has a run folder before its first step. Until that step, Sync
+// stopped at "no step yet" before looking at the old run's versions, so
+// vLLM went on serving the deleted run's kept step 2 as "r@2" for as
+// long as the new run's first step took; the embedded server drops them
+// at once (serve/adapters). "r" keeps the old current step, as while a
+// new step loads.
+func TestSyncReplacedRunWithNoStepYet(t *testing.T) {
+	fake, f, dir := newFixture(t, Options{KeepAdapters: 3})
+	ctx := context.Background()
+	syncSteps(t, f, dir, "r", 3)
+	fake.takeCalls()
+	// Made before the old one is deleted, so that it is another folder
+	// (ext4 gives a folder made after the delete the old one's inode).
+	if err := os.Mkdir(filepath.Join(dir, "r.new"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "r"), filepath.Join(dir, "r.old")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "r.new"), filepath.Join(dir, "r")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "r.old")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantCalls(t, fake.takeCalls(), unload("r@1"), unload("r@2"))
+	if got, ok := f.Model("r@2"); ok {
+		t.Fatalf("Model(r@2) = %q after its run folder was deleted and made anew", got)
+	}
+	wantModel(t, f, "r", "r@3")
+}

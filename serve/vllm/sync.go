@@ -77,15 +77,6 @@ func (f *Front) syncRun(ctx context.Context, run string) error {
 	// taken for the old one, whose steps go at the next Sync, never the
 	// other way round.
 	runDir, _ := os.Stat(filepath.Join(f.o.AdaptersDir, run))
-	found, err := runfolder.Locate(f.o.AdaptersDir, run)
-	if errors.Is(err, os.ErrNotExist) {
-		return f.reportOnce(run, nil) // no step yet
-	}
-	if err != nil {
-		return f.reportOnce(run, fmt.Errorf("vllm: %w", err))
-	}
-	f.reportOnce(run, nil)
-	step := found.N
 	f.mu.Lock()
 	rs := f.runs[run]
 	if rs == nil {
@@ -94,7 +85,20 @@ func (f *Front) syncRun(ctx context.Context, run string) error {
 		f.runs[run] = rs
 	}
 	f.mu.Unlock()
+	// Before the step is looked for: a run trained again under its name
+	// has a folder before its first step, and the old run's steps must
+	// not be served as "<run>@<step>" until then
+	// (TestSyncReplacedRunWithNoStepYet).
 	replacedRunErr := f.dropReplacedRun(ctx, run, rs, runDir)
+	found, err := runfolder.Locate(f.o.AdaptersDir, run)
+	if errors.Is(err, os.ErrNotExist) {
+		return errors.Join(f.reportOnce(run, nil), replacedRunErr) // no step yet
+	}
+	if err != nil {
+		return errors.Join(f.reportOnce(run, fmt.Errorf("vllm: %w", err)), replacedRunErr)
+	}
+	f.reportOnce(run, nil)
+	step := found.N
 	dir, err := filepath.Abs(found.Dir)
 	if err != nil {
 		return fmt.Errorf("vllm: run %s: %w", run, err)

@@ -38,11 +38,11 @@ type Adapter struct {
 	Loaded  time.Time
 
 	stamp stamp // the folder's files when they were read
-	// runDir is the run folder the step was read from (nil where it could
+	// runDir is the run folder the step was read from (unknown where it could
 	// not be read): a run folder found another since (deleted and made
 	// anew, hone-serve's copy of a run published anew swapped in) holds
 	// another run's steps under the same names (dropReplaced).
-	runDir os.FileInfo
+	runDir runfolder.FolderID
 	// freed is Options.Freed, called once the weights are freed.
 	freed func(*model.Adapter)
 	// refs counts the holds: one for the registry while the step is
@@ -305,7 +305,7 @@ func (r *Registry) pollRun(name string) bool {
 	// Before the step is located: a folder swapped in meanwhile is read
 	// as the old one, whose steps go at the next poll, never the other
 	// way round.
-	runDir, _ := os.Stat(filepath.Join(r.o.Dir, name))
+	runDir, _ := runfolder.StatFolder(filepath.Join(r.o.Dir, name))
 	r.dropReplaced(name, runDir)
 	step, err := runfolder.Locate(r.o.Dir, name)
 	if err != nil {
@@ -531,14 +531,14 @@ func (r *Registry) install(a *Adapter) []*Adapter {
 // when a step fails to load, the previous one keeps serving. A step whose
 // folder is as it was read is kept: a file system whose folder identities
 // change (a network mount) drops nothing it should not.
-func (r *Registry) dropReplaced(name string, runDir os.FileInfo) {
+func (r *Registry) dropReplaced(name string, runDir runfolder.FolderID) {
 	// Poll holds pollMu, so that only reads of the registry run meanwhile:
 	// the folders are read outside mu.
 	r.mu.RLock()
 	var old []*Adapter
 	if rn := r.runs[name]; rn != nil {
 		for _, a := range rn.steps {
-			if a != rn.current && a.runDir != nil && runDir != nil && !os.SameFile(a.runDir, runDir) {
+			if a != rn.current && a.runDir.Known() && runDir.Known() && !a.runDir.Same(runDir) {
 				old = append(old, a)
 			}
 		}

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"path"
 	"slices"
 	"strconv"
@@ -85,7 +84,7 @@ type runState struct {
 	// (deleted and made anew; hone-serve's copy of a run published anew,
 	// swapped in) holds another run's steps under the same names
 	// (dropReplacedRun).
-	runDir map[int]os.FileInfo
+	runDir map[int]runfolder.FolderID
 	// stale holds the steps vLLM still holds from a folder written again
 	// since, taken out of loaded (no request resolves to them) but not yet
 	// unloaded, as requests sent to them have not ended (dropReplaced).

@@ -22,11 +22,32 @@ import (
 func swapRun(t *testing.T, dir, run, tag string, latest int, steps ...int) map[int]string {
 	t.Helper()
 	fresh := filepath.Join(dir, "."+run+".tmp-new")
-	at := time.Now().Add(time.Hour) // ahead of the old folders' times
+	writeRun(t, fresh, tag, latest, steps...)
+	old := filepath.Join(dir, "."+run+".tmp-old")
+	if err := os.Rename(filepath.Join(dir, run), old); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(fresh, filepath.Join(dir, run)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(old); err != nil {
+		t.Fatal(err)
+	}
 	p := map[int]string{}
 	for _, n := range steps {
-		name := fmt.Sprintf("step-%06d", n)
-		d := filepath.Join(fresh, name)
+		p[n] = filepath.Join(dir, run, fmt.Sprintf("step-%06d", n))
+	}
+	return p
+}
+
+// writeRun writes a run folder at runDir with steps (each step-N with
+// config revision tag, its times an hour ahead of the old folders') and
+// latest at latest.
+func writeRun(t *testing.T, runDir, tag string, latest int, steps ...int) {
+	t.Helper()
+	at := time.Now().Add(time.Hour) // ahead of the old folders' times
+	for _, n := range steps {
+		d := filepath.Join(runDir, fmt.Sprintf("step-%06d", n))
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -45,22 +66,10 @@ func swapRun(t *testing.T, dir, run, tag string, latest int, steps ...int) map[i
 		if err := os.Chtimes(d, at, at); err != nil {
 			t.Fatal(err)
 		}
-		p[n] = filepath.Join(dir, run, name)
 	}
-	if err := os.WriteFile(filepath.Join(fresh, "latest"), []byte(fmt.Sprintf("step-%06d\n", latest)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(runDir, "latest"), []byte(fmt.Sprintf("step-%06d\n", latest)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	old := filepath.Join(dir, "."+run+".tmp-old")
-	if err := os.Rename(filepath.Join(dir, run), old); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(fresh, filepath.Join(dir, run)); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.RemoveAll(old); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // TestSyncReplacedRunUnloadsOldSteps: a run folder deleted and made anew
@@ -193,4 +202,30 @@ func TestSyncReplacedRunWithNoStepYet(t *testing.T) {
 		t.Fatalf("Model(r@2) = %q after its run folder was deleted and made anew", got)
 	}
 	wantModel(t, f, "r", "r@3")
+}
+
+// TestSyncRunDeletedAndMadeAgain: a run deleted (rm -rf) and trained
+// again under its name has a run folder made after the old one went, and
+// ext4 gives it the old folder's inode: os.SameFile took it for the old
+// folder, so the old run's step 3, which the new run has not reached,
+// stayed loaded as "r@3". The folder's birth time tells them apart
+// (runfolder.FolderID).
+func TestSyncRunDeletedAndMadeAgain(t *testing.T) {
+	fake, f, dir := newFixture(t, Options{KeepAdapters: 3})
+	ctx := context.Background()
+	syncSteps(t, f, dir, "r", 3)
+	fake.takeCalls()
+	if err := os.RemoveAll(filepath.Join(dir, "r")); err != nil {
+		t.Fatal(err)
+	}
+	writeRun(t, filepath.Join(dir, "r"), "anew", 1, 1)
+	if err := f.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := f.Model("r@3"); ok {
+		t.Fatalf("Model(r@3) = %q: the deleted run's step 3 is still served", got)
+	}
+	if got := f.Loaded(); !slices.Equal(got, []string{"r@1"}) {
+		t.Fatalf("Loaded = %v, want r@1", got)
+	}
 }

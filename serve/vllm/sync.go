@@ -76,12 +76,12 @@ func (f *Front) syncRun(ctx context.Context, run string) error {
 	// Before the step is located: a run folder swapped in meanwhile is
 	// taken for the old one, whose steps go at the next Sync, never the
 	// other way round.
-	runDir, _ := os.Stat(filepath.Join(f.o.AdaptersDir, run))
+	runDir, _ := runfolder.StatFolder(filepath.Join(f.o.AdaptersDir, run))
 	f.mu.Lock()
 	rs := f.runs[run]
 	if rs == nil {
 		// Only Sync (under syncMu) changes a runState; readers take mu.
-		rs = &runState{current: -1, failed: map[int]time.Time{}, path: map[int]string{}, stamp: map[int]time.Time{}, runDir: map[int]os.FileInfo{}, stale: map[int]bool{}}
+		rs = &runState{current: -1, failed: map[int]time.Time{}, path: map[int]string{}, stamp: map[int]time.Time{}, runDir: map[int]runfolder.FolderID{}, stale: map[int]bool{}}
 		f.runs[run] = rs
 	}
 	f.mu.Unlock()
@@ -160,7 +160,7 @@ func (f *Front) syncRun(ctx context.Context, run string) error {
 // flight on that name. While requests sent to that version have not ended,
 // neither is done: retry with no error, tried again at the next Sync.
 // retry reports a failure that is no refusal of the folder.
-func (f *Front) loadStep(ctx context.Context, run string, rs *runState, step int, dir string, st time.Time, runDir os.FileInfo, replaced bool) (retry bool, err error) {
+func (f *Front) loadStep(ctx context.Context, run string, rs *runState, step int, dir string, st time.Time, runDir runfolder.FolderID, replaced bool) (retry bool, err error) {
 	name := runfolder.ServedName(run, step)
 	if replaced {
 		waiting, err := f.dropReplaced(ctx, run, rs, step)
@@ -175,7 +175,7 @@ func (f *Front) loadStep(ctx context.Context, run string, rs *runState, step int
 	rs.loaded = append(rs.loaded, step)
 	rs.path[step] = dir
 	rs.stamp[step] = st
-	if runDir != nil {
+	if runDir.Known() {
 		rs.runDir[step] = runDir
 	} else {
 		delete(rs.runDir, step)
@@ -263,14 +263,14 @@ func (f *Front) dropReplaced(ctx context.Context, run string, rs *runState, step
 // A step whose folder is as vLLM read it is kept: a file system whose
 // folder identities change (a network mount) unloads nothing it should
 // not. This is the test serve/adapters makes (its dropReplaced).
-func (f *Front) dropReplacedRun(ctx context.Context, run string, rs *runState, runDir os.FileInfo) error {
-	if runDir == nil {
+func (f *Front) dropReplacedRun(ctx context.Context, run string, rs *runState, runDir runfolder.FolderID) error {
+	if !runDir.Known() {
 		return nil
 	}
 	// Only Sync (under syncMu) changes rs, so it is read here without mu.
 	var old []int
 	for _, s := range rs.loaded {
-		if was := rs.runDir[s]; s != rs.current && was != nil && !os.SameFile(was, runDir) && !folderStamp(rs.path[s]).Equal(rs.stamp[s]) {
+		if was := rs.runDir[s]; s != rs.current && was.Known() && !was.Same(runDir) && !folderStamp(rs.path[s]).Equal(rs.stamp[s]) {
 			old = append(old, s)
 		}
 	}

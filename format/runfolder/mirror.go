@@ -371,7 +371,8 @@ type PullOptions struct {
 	// hold. A run deleted from the store and trained again under its name
 	// (its latest older than the copy's, the step the copy's latest names
 	// listed with other files than were copied, or, that step pruned, the
-	// store's metrics.jsonl holding another row of it than the copy's)
+	// store's metrics.jsonl holding another row of it than the copy's, or
+	// the store holding none)
 	// replaces the copy,
 	// pulled whole beside it and swapped in (replaceRun), so a reader sees
 	// the old copy or the new one, never a mix. Before, a copy ahead of
@@ -581,9 +582,10 @@ func republished(ctx context.Context, remoteRun, localRun string, last Step, fro
 // only a local rollback rewrites the row of a step the store has had: the
 // copy's newest row of a step no later than from is in the store's
 // metrics.jsonl, line for line, while the run is the same, and a row of
-// that step otherwise says it is another. A copy or a store without the
-// file, or a store without a row of that step, tells nothing, and the run
-// is taken as the same, as before.
+// that step otherwise says it is another, as does a store without the
+// file the copy took from it. A copy without the file, or a store without
+// a row of that step, tells nothing, and the run is taken as the same, as
+// before.
 func otherMetrics(ctx context.Context, remoteRun, localRun string, from int) (bool, error) {
 	mine, err := os.ReadFile(filepath.Join(localRun, MetricsName))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -605,7 +607,11 @@ func otherMetrics(ctx context.Context, remoteRun, localRun string, from int) (bo
 	name := fileset.Join(remoteRun, MetricsName)
 	theirs, err := fileset.ReadFile(ctx, name)
 	if errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fileset.ErrNoBucket) {
-		return false, nil
+		// The copy's metrics.jsonl came from the store, and Publish never
+		// deletes it: the run was deleted, and the new one's steps are up
+		// before its files (Publish moves latest on to each step it
+		// uploads but the newest first; TestPullMirrorRepublishedBeforeItsMetrics).
+		return true, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("read %s: %w", fileset.DisplayName(name), err)

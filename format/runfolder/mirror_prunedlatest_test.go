@@ -103,3 +103,57 @@ func TestPullMirrorRepublishedPastPrunedLatest(t *testing.T) {
 		t.Errorf("the copy holds %q; want %q, the new run's alone", names, want)
 	}
 }
+
+// TestPullMirrorRepublishedBeforeItsMetrics: a run deleted from the store
+// and published anew past the copy's pruned latest has its steps up, and
+// the store's latest on one of them, before its metrics.jsonl (Publish
+// moves latest on to each step it uploads but the newest, then writes the
+// run's files). A pull then found no metrics.jsonl in the store and took
+// the run for the same one: the new run's step 6 was pulled on top of the
+// old run's 1..5, and from then on the copy's latest was listed as copied,
+// two runs in one folder for good. A store without the metrics.jsonl the
+// copy took from it is a store whose run was deleted.
+func TestPullMirrorRepublishedBeforeItsMetrics(t *testing.T) {
+	ctx := context.Background()
+	srv := s3test.Start(t, s3test.Options{Buckets: []string{"bkt"}})
+	store := srv.URL("bkt", "adapters/r")
+	serve := filepath.Join(t.TempDir(), "r")
+	var replaced [][2]int
+	mirror := PullOptions{Mirror: true, Replaced: func(was, now int) { replaced = append(replaced, [2]int{was, now}) }}
+	publishKept(t, store, "old", 1000, 4, 5)
+	if got, err := Pull(ctx, store, serve, mirror); err != nil || !slices.Equal(got, []int{4, 5}) {
+		t.Fatalf("first pull: %v, %v", got, err)
+	}
+	if err := fileset.RemoveAll(ctx, store); err != nil {
+		t.Fatal(err)
+	}
+	// The new run's first Publish part way: steps 6 and 7 up, latest
+	// moved on to 6, its metrics.jsonl not yet written.
+	publishKept(t, store, "new", 2000, 6, 7)
+	if err := fileset.Remove(ctx, fileset.Join(store, MetricsName)); err != nil {
+		t.Fatal(err)
+	}
+	if err := fileset.WriteFile(ctx, fileset.Join(store, LatestName), []byte(StepName(6)+"\n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Pull(ctx, store, serve, mirror); err != nil {
+		t.Fatal(err)
+	}
+	// The Publish ends.
+	publishKept(t, store, "new", 2000, 6, 7)
+	if _, err := Pull(ctx, store, serve, mirror); err != nil {
+		t.Fatal(err)
+	}
+	steps, err := Steps(serve)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range steps {
+		b, _ := os.ReadFile(filepath.Join(serve, s.Name, "adapter_model.safetensors"))
+		names = append(names, string(b))
+	}
+	if want := []string{"new " + StepName(6), "new " + StepName(7)}; !slices.Equal(names, want) {
+		t.Errorf("the copy holds %q; want %q, the new run's alone (replaced, was and now: %v)", names, want, replaced)
+	}
+}

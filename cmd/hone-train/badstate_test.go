@@ -27,6 +27,7 @@ func TestResumeBadStateRefused(t *testing.T) {
 		{"not JSON", "step: 1\n", ""},
 		{"step a string", `{"step": "1", "optimizer_step": 1}`, `"step"`},
 		{"metrics a list", `{"step": 1, "optimizer_step": 1, "metrics": [1]}`, `"metrics"`},
+		{"a list", `[1]`, "a JSON array, want an object"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tc.body), 0o644); err != nil {

@@ -178,6 +178,8 @@ func (r *Run) ReadState(n int) (State, error) {
 				want = "a " + te.Type.Kind().String()
 			}
 			err = fmt.Errorf("field %q: a JSON %s, want %s", te.Field, te.Value, want)
+		} else if errors.As(err, &te) {
+			err = fmt.Errorf("a JSON %s, want an object", te.Value)
 		}
 		return st, fmt.Errorf("checkpoint: %s: %w", filepath.Join(r.StepDir(n), StateName), err)
 	}

@@ -74,7 +74,9 @@
 // its bad_words bans, for each word's tokens (without its leading spaces,
 // and after one space when that changes only the first token, as vLLM
 // tokenizes them), the last token wherever the output so far ends with
-// the ones before it. Both mask after the penalties and before min_p,
+// the ones before it (looked up from the output's last tokens, so that a
+// step costs the prefixes that match, not the number of words: the
+// engine steps every request). Both mask after the penalties and before min_p,
 // top_k and top_p, the logprobs staying the raw model's; a row they leave
 // without a token is the 500 of code constraint_no_token, except a first
 // token that the request's fields alone leave none (allowed_token_ids all

@@ -16,10 +16,10 @@ import (
 // bias and the penalties and before min_p, top_k and top_p, and the
 // logprobs reported stay the raw model's, as with logit_bias.
 type tokenFilter struct {
-	allowed []int32   // nil: every token
-	keep    []float32 // allowed's logits while the row is cleared
-	bad     [][]int32 // each banned word's tokens (bad_words)
-	out     []int32   // the tokens chosen so far, for bad's prefixes
+	allowed []int32       // nil: every token
+	keep    []float32     // allowed's logits while the row is cleared
+	bad     *badWordIndex // bad_words; nil: none
+	out     []int32       // the tokens chosen so far, for bad's prefixes
 	inner   engine.Constraint
 }
 
@@ -37,13 +37,8 @@ func (f *tokenFilter) Mask(row []float32) {
 			row[id] = f.keep[i]
 		}
 	}
-	// vLLM's rule: a word's last token is banned where the output ends
-	// with the tokens before it (a one-token word everywhere).
-	for _, w := range f.bad {
-		pre := len(w) - 1
-		if pre <= len(f.out) && slices.Equal(f.out[len(f.out)-pre:], w[:pre]) {
-			row[w[pre]] = ninf
-		}
+	if f.bad != nil {
+		f.bad.mask(row, f.out)
 	}
 	if f.inner != nil {
 		f.inner.Mask(row)
@@ -88,9 +83,13 @@ func (s *Server) filterTokens(f *samplingFields, p *engine.Params, cons func(int
 			allowed = append(allowed, *id)
 		}
 	}
-	bad, err := s.badWordIDs(f.BadWords)
-	if err != nil {
-		return nil, err
+	var bad *badWordIndex
+	if len(f.BadWords) > 0 {
+		ids, err := s.badWordIDs(f.BadWords)
+		if err != nil {
+			return nil, err
+		}
+		bad = indexBadWords(ids)
 	}
 	filtered := func(i int) engine.Constraint {
 		tf := &tokenFilter{allowed: allowed, bad: bad}
@@ -182,6 +181,107 @@ func (s *Server) badWordIDs(words []string) ([][]int32, error) {
 		}
 	}
 	return out, nil
+}
+
+// badWordIndex is bad_words' token sequences as a radix tree of their
+// prefixes read backwards, so that a step walks back from the output's
+// last token only as far as some prefix goes on matching: what a step
+// costs is the prefixes the output ends with and the tokens they ban, not
+// the number of words. Comparing every word with the output on every
+// step, as before, held the engine goroutine, which steps every request,
+// some 12 ms a token with an 8 MiB body of two-letter words. Runs without
+// a branch are one edge, so that the tree holds at most two nodes a word
+// besides the words' tokens: a tree of a node a token took some 60 bytes
+// a token, half a gigabyte for an 8 MiB word.
+type badWordIndex struct {
+	// child maps a node and the first token of a child's label
+	// (node<<32 | token) to the child; node 0 is the empty prefix.
+	child map[uint64]int32
+	nodes []badWordNode
+}
+
+type badWordNode struct {
+	label []int32 // the tokens from the parent's prefix to this one, read backwards
+	bans  []int32 // the last tokens of the words whose prefix this is, each once
+}
+
+func badWordKey(node int32, id int32) uint64 { return uint64(node)<<32 | uint64(uint32(id)) }
+
+// indexBadWords builds the index of words' token sequences, each at least
+// one token long.
+func indexBadWords(words [][]int32) *badWordIndex {
+	x := &badWordIndex{child: map[uint64]int32{}, nodes: make([]badWordNode, 1)}
+	seen := map[uint64]bool{}
+	for _, w := range words {
+		r := slices.Clone(w[:len(w)-1])
+		slices.Reverse(r)
+		node := x.insert(r)
+		if k := badWordKey(node, w[len(w)-1]); !seen[k] {
+			seen[k] = true
+			x.nodes[node].bans = append(x.nodes[node].bans, w[len(w)-1])
+		}
+	}
+	return x
+}
+
+// insert returns the node of the backwards prefix r, adding it (and
+// splitting an edge that r leaves midway) when it is new.
+func (x *badWordIndex) insert(r []int32) int32 {
+	node := int32(0)
+	for len(r) > 0 {
+		k := badWordKey(node, r[0])
+		c, ok := x.child[k]
+		if !ok {
+			x.nodes = append(x.nodes, badWordNode{label: r})
+			x.child[k] = int32(len(x.nodes) - 1)
+			return int32(len(x.nodes) - 1)
+		}
+		lab := x.nodes[c].label
+		j := 0
+		for j < len(lab) && j < len(r) && lab[j] == r[j] {
+			j++
+		}
+		if j < len(lab) {
+			mid := int32(len(x.nodes))
+			x.nodes = append(x.nodes, badWordNode{label: lab[:j]})
+			x.nodes[c].label = lab[j:]
+			x.child[k] = mid
+			x.child[badWordKey(mid, lab[j])] = c
+			c = mid
+		}
+		node, r = c, r[j:]
+	}
+	return node
+}
+
+// mask applies vLLM's rule to row after the output out: a word's last
+// token is banned where out ends with the tokens before it (a one-token
+// word everywhere).
+func (x *badWordIndex) mask(row []float32, out []int32) {
+	ninf := float32(math.Inf(-1))
+	node, pos := int32(0), len(out)
+	for {
+		for _, id := range x.nodes[node].bans {
+			row[id] = ninf
+		}
+		if pos == 0 {
+			return
+		}
+		c, ok := x.child[badWordKey(node, out[pos-1])]
+		if !ok {
+			return
+		}
+		lab := x.nodes[c].label
+		if len(lab) > pos {
+			return
+		}
+		for i, id := range lab {
+			if out[pos-1-i] != id {
+				return
+			}
+		}
+		node, pos = c, pos-len(lab)
+	}
 }
 
 // isPySpace is Python's str.isspace for one character, which vLLM's

@@ -73,8 +73,15 @@
 //     step kept serving behind a refused one still serves after the
 //     restart. A re-adopted version is
 //     taken to be the folder as it is then: a step written again while no
-//     front ran is not noticed. A run folder that is deleted stays loaded
-//     and served as it was, as in the embedded server (serve/adapters).
+//     front ran is not noticed. A run folder that is deleted (gone from
+//     the adapters folder, or a link to nothing) has its versions
+//     unloaded at the next Sync, stale ones included, each once the
+//     requests sent to it ended: "<run>" and "<run>@<step>" resolve to
+//     none of them from then on, and vLLM does not keep their weights,
+//     and --max-loras slots, for good. The run is forgotten once all are
+//     unloaded; a failed unload is tried again at the next Sync. (The
+//     embedded server, serve/adapters, keeps serving a deleted run: its
+//     memory is hone-serve's own; vLLM's LoRA slots are counted.)
 //   - Serve: the front on a listener with Watch running; on cancel, new
 //     requests get 503 while those in flight, streams included, finish.
 //

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"net/http"
 	"os"
@@ -42,7 +43,7 @@ func (f *Front) Sync(ctx context.Context) error {
 	}
 	f.reportOnce("", nil)
 	f.forgetGone(ctx)
-	var errs []error
+	errs := []error{f.dropGoneRuns(ctx, runs)}
 	for _, run := range runs {
 		if err := f.syncRun(ctx, run); err != nil {
 			errs = append(errs, err)
@@ -286,14 +287,73 @@ func (f *Front) dropReplacedRun(ctx context.Context, run string, rs *runState, r
 	for _, s := range old {
 		f.o.Log.Info("vllm: run folder deleted and made anew; unloading a step read from the old one", "name", runfolder.ServedName(run, s), "serving", f.servingName(run, rs))
 	}
-	return f.unloadStale(ctx, run, rs)
+	return f.unloadStale(ctx, run, rs, "read before its run folder was replaced")
 }
 
-// unloadStale unloads the stale versions of run (dropReplaced) whose
-// requests have all ended: the step may be current no more, and the old
-// version must not stay in vLLM until the step is loaded again. A failed
-// unload keeps the version stale, to be tried again at the next Sync.
-func (f *Front) unloadStale(ctx context.Context, run string, rs *runState) error {
+// dropGoneRuns unloads the versions of each run whose folder is no longer
+// in the adapters folder (runs: the ones that are), a run the operator
+// deleted: Sync visits only the runs it finds, so nothing else would ever
+// unload them, and vLLM would keep their weights in GPU memory, and a
+// --max-loras slot, for good. They leave loaded at once, so that no
+// request resolves to them, and are unloaded as stale versions are
+// (unloadStale): at once, or by a Sync after the requests sent to them
+// ended; a failed unload is tried again at the next Sync. The run is
+// forgotten once vLLM holds none of its versions; while it does, a run
+// folder made again under its name is synced as a replaced run.
+func (f *Front) dropGoneRuns(ctx context.Context, runs []string) error {
+	f.mu.RLock()
+	known := sortedKeys(f.runs)
+	f.mu.RUnlock()
+	var errs []error
+	for _, run := range known {
+		if slices.Contains(runs, run) || !runGone(filepath.Join(f.o.AdaptersDir, run)) {
+			continue
+		}
+		// Only Sync (under syncMu) changes rs, so it is read here without mu.
+		rs := f.runs[run]
+		if len(rs.loaded) > 0 {
+			f.o.Log.Info("vllm: run folder deleted; unloading its versions once the requests using them end", "run", run, "versions", len(rs.loaded)+len(rs.stale))
+		}
+		f.mu.Lock()
+		for _, s := range rs.loaded {
+			rs.stale[s] = true
+		}
+		rs.loaded, rs.current = nil, -1
+		f.mu.Unlock()
+		errs = append(errs, f.unloadStale(ctx, run, rs, "of a run folder since deleted"))
+		if len(rs.stale) > 0 {
+			continue
+		}
+		f.mu.Lock()
+		delete(f.runs, run)
+		f.mu.Unlock()
+		// Reported again should the run come back with the same fault.
+		f.reportOnce(run, nil)
+		f.reportOnce(run+"/load", nil)
+		f.o.Log.Info("vllm: run folder deleted; all its versions unloaded", "run", run)
+	}
+	return errors.Join(errs...)
+}
+
+// runGone reports whether the run folder at path is gone: absent, a link
+// to nothing, or no folder now. A folder that cannot be looked at for
+// another reason (an I/O error) is not taken for deleted: its versions
+// keep serving.
+func runGone(path string) bool {
+	st, err := os.Stat(path)
+	if err != nil {
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	return !st.IsDir()
+}
+
+// unloadStale unloads the stale versions of run (dropReplaced,
+// dropReplacedRun, dropGoneRuns) whose requests have all ended: the step
+// may be current no more, and the old version must not stay in vLLM until
+// the step is loaded again. A failed unload keeps the version stale, to be
+// tried again at the next Sync. why says, in its errors and log, why the
+// versions went stale.
+func (f *Front) unloadStale(ctx context.Context, run string, rs *runState, why string) error {
 	f.mu.Lock()
 	var done []int
 	for _, s := range slices.Sorted(maps.Keys(rs.stale)) {
@@ -306,7 +366,7 @@ func (f *Front) unloadStale(ctx context.Context, run string, rs *runState) error
 	for _, s := range done {
 		name := runfolder.ServedName(run, s)
 		if err := f.unload(ctx, name); err != nil {
-			errs = append(errs, fmt.Errorf("vllm: unloading %s, read before its folder was replaced: %w", name, err))
+			errs = append(errs, fmt.Errorf("vllm: unloading %s, %s: %w", name, why, err))
 			continue
 		}
 		f.mu.Lock()
@@ -315,7 +375,7 @@ func (f *Front) unloadStale(ctx context.Context, run string, rs *runState) error
 		delete(rs.stamp, s)
 		delete(rs.runDir, s)
 		f.mu.Unlock()
-		f.o.Log.Info("vllm: adapter read before its folder was replaced unloaded, its requests ended", "name", name)
+		f.o.Log.Info("vllm: stale adapter unloaded, its requests ended", "name", name, "stale", why)
 	}
 	return errors.Join(errs...)
 }
@@ -409,7 +469,7 @@ func (f *Front) switchTo(run string, rs *runState, step int) {
 // puts it back, to be retried at the next Sync. Stale versions whose
 // requests ended are unloaded too (unloadStale).
 func (f *Front) unloadOld(ctx context.Context, run string, rs *runState) error {
-	staleErr := f.unloadStale(ctx, run, rs)
+	staleErr := f.unloadStale(ctx, run, rs, "read before its folder was replaced")
 	f.mu.Lock()
 	prev := slices.Clone(rs.loaded)
 	var others []int

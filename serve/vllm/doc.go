@@ -54,7 +54,8 @@
 //     "<run>" answers throughout (but for a current step the new run has
 //     too: vLLM holds one version per name, and it is reloaded as above).
 //     A step folder
-//     that is not a whole adapter, whose weights hold a NaN or infinite
+//     that is not a whole adapter (an adapter file that is a named pipe
+//     or a device is refused unread), whose weights hold a NaN or infinite
 //     value, or that resolves through a link to outside the adapters folder
 //     is never pushed to vLLM. A failed load is logged, the previous version
 //     keeps serving, and the same folder is not retried until its

@@ -75,8 +75,10 @@
 //     restart. A re-adopted version is
 //     taken to be the folder as it is then: a step written again while no
 //     front ran is not noticed. A run folder that is deleted (gone from
-//     the adapters folder, or a link to nothing) has its versions
-//     unloaded at the next Sync, stale ones included, each once the
+//     the adapters folder, or a link to nothing) at two Syncs in a row
+//     (one is not enough: a run folder swapped in by two renames is
+//     missing for a moment between them) has its versions
+//     unloaded then, stale ones included, each once the
 //     requests sent to it ended: "<run>" and "<run>@<step>" resolve to
 //     none of them from then on, and vLLM does not keep their weights,
 //     and --max-loras slots, for good. The run is forgotten once all are

@@ -89,6 +89,11 @@ type runState struct {
 	// since, taken out of loaded (no request resolves to them) but not yet
 	// unloaded, as requests sent to them have not ended (dropReplaced).
 	stale map[int]bool
+	// gone counts the Syncs in a row that found the run folder gone
+	// (dropGoneRuns): one is not enough, as a run folder swapped in by
+	// two renames (runfolder's fallback where the file system cannot
+	// exchange two folders) is missing for a moment between them.
+	gone int
 }
 
 // withDefaults is o with its unset settings at their defaults. A negative

@@ -21,7 +21,8 @@ func fakeHolds(fake *fakeVLLM) []string {
 }
 
 // TestSyncUnloadsRemovedRun: a run folder the operator deleted has all its
-// versions unloaded at the next Sync, other runs untouched; one whose
+// versions unloaded at the second Sync in a row that finds it gone, other
+// runs untouched; one whose
 // unload fails is tried again at the Sync after, and the run is forgotten
 // only once vLLM holds none of its versions. Before, Sync no longer
 // visited the run, and vLLM kept its LoRA weights (and a --max-loras slot)
@@ -41,6 +42,13 @@ func TestSyncUnloadsRemovedRun(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(dir, "r")); err != nil {
 		t.Fatal(err)
 	}
+	// Missing at one Sync is not enough: a run folder swapped in by two
+	// renames is missing for a moment between them.
+	if err := f.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantCalls(t, fake.takeCalls())
+	wantModel(t, f, "r@2", "r@2")
 	fake.mu.Lock()
 	fake.failUnload = map[string]int{"r@3": 503}
 	fake.mu.Unlock()
@@ -80,7 +88,7 @@ func TestSyncUnloadsRemovedRun(t *testing.T) {
 // TestSyncUnloadsRemovedRunOnceRequestsEnd: a version kept in vLLM for the
 // requests using it (a replaced step gone stale, or the step "<run>" maps
 // to) whose run folder is then deleted is unloaded by the first Sync after
-// those requests ended. Before, the stale step stayed in vLLM for good:
+// those requests ended (and the folder was found gone at two Syncs). Before, the stale step stayed in vLLM for good:
 // only a visit of the run (which a deleted run gets no more) unloaded it.
 func TestSyncUnloadsRemovedRunOnceRequestsEnd(t *testing.T) {
 	fake, f, dir := newFixture(t, Options{KeepAdapters: 3})
@@ -100,8 +108,10 @@ func TestSyncUnloadsRemovedRunOnceRequestsEnd(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(dir, "r")); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Sync(ctx); err != nil {
-		t.Fatal(err)
+	for range 2 { // the first Sync that finds it gone waits for the next
+		if err := f.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 	wantCalls(t, fake.takeCalls(), unload("r@1")) // r@2 and r@3 in use
 	if got, ok := f.Model("r@3"); ok {

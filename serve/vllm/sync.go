@@ -306,11 +306,15 @@ func (f *Front) dropGoneRuns(ctx context.Context, runs []string) error {
 	f.mu.RUnlock()
 	var errs []error
 	for _, run := range known {
-		if slices.Contains(runs, run) || !runGone(filepath.Join(f.o.AdaptersDir, run)) {
-			continue
-		}
 		// Only Sync (under syncMu) changes rs, so it is read here without mu.
 		rs := f.runs[run]
+		if slices.Contains(runs, run) || !runGone(filepath.Join(f.o.AdaptersDir, run)) {
+			rs.gone = 0
+			continue
+		}
+		if rs.gone++; rs.gone < 2 {
+			continue // gone for a moment, or for good: the next Sync tells
+		}
 		if len(rs.loaded) > 0 {
 			f.o.Log.Info("vllm: run folder deleted; unloading its versions once the requests using them end", "run", run, "versions", len(rs.loaded)+len(rs.stale))
 		}

@@ -248,9 +248,9 @@ func TestWorkflowStepFlags(t *testing.T) {
 	onGPU := regexp.MustCompile(`\s--device[ =]cuda(\s|$)`)
 	binaries(t, "hone-collect", "hone-score", "hone-train")
 	env := append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	help := func(script string) ([]byte, error) {
+	help := func(script string, vars []string) ([]byte, error) {
 		cmd := exec.Command("sh", "-c", script+" --help")
-		cmd.Env = env
+		cmd.Env = stepEnv(env, vars)
 		return cmd.CombinedOutput()
 	}
 	for file, want := range map[string]int{"round.yaml": 3, "cron.yaml": 1} {
@@ -272,18 +272,19 @@ func TestWorkflowStepFlags(t *testing.T) {
 			for _, p := range tp.Inputs.Parameters {
 				in[p.Name] = "0" // the shard parameters: the first shard
 			}
-			script, err := fill(tp.Container.Args[0], wf, in, "0")
+			argv, vars, err := tp.step(wf, in, "0")
 			if err != nil {
 				t.Fatalf("%s: template %s: %v", file, tp.Name, err)
 			}
+			script := argv[2]
 			if !honeStep.MatchString(script) {
 				continue // the wait step: curl
 			}
 			checked++
-			if bytes.Contains(tp.Container.Resources, []byte("nvidia.com/gpu")) && !onGPU.MatchString(script) {
-				t.Errorf("%s: template %s asks for a GPU, and its hone command does not run on it (no --device cuda): %q", file, tp.Name, script)
+			if bytes.Contains(tp.Container.Resources, []byte("nvidia.com/gpu")) && !onGPU.MatchString(expandVars(script, vars)) {
+				t.Errorf("%s: template %s asks for a GPU, and its hone command does not run on it (no --device cuda): %q %q", file, tp.Name, vars, script)
 			}
-			if out, err := help(script); err != nil {
+			if out, err := help(script, vars); err != nil {
 				t.Errorf("%s: template %s: %q --help: %v\n%s", file, tp.Name, script, err, out)
 			}
 		}
@@ -291,9 +292,21 @@ func TestWorkflowStepFlags(t *testing.T) {
 			t.Errorf("%s: %d steps run a hone command, want %d", file, checked, want)
 		}
 	}
-	if _, err := help("hone-train grpo --model m --run r --watch-dirr s3://x/"); err == nil {
+	if _, err := help("hone-train grpo --model m --run r --watch-dirr s3://x/", nil); err == nil {
 		t.Error("a misspelt flag passed: the check cannot fail")
 	}
+}
+
+// expandVars is script with each "$NAME" of vars (NAME=VALUE, a step's
+// container variables) replaced by its value, for a check that reads
+// the step's command line as the pod runs it.
+func expandVars(script string, vars []string) string {
+	var pairs []string
+	for _, v := range vars {
+		name, value, _ := strings.Cut(v, "=")
+		pairs = append(pairs, `"$`+name+`"`, value)
+	}
+	return strings.NewReplacer(pairs...).Replace(script)
 }
 
 // retryDecision says whether Argo (v3.5 on) retries a step of a template
@@ -480,19 +493,20 @@ func TestTrainStepModelDirWithSpace(t *testing.T) {
 			wf[p.Name] = p.Value
 		}
 		wf["model-dir"], wf["store"], wf["train-device"] = model, top, "cpu"
-		var script string
+		var argv, vars []string
 		for _, tp := range spec.Templates {
 			if tp.Name == tmpl && tp.Container != nil && len(tp.Container.Args) == 1 {
-				if script, err = fill(tp.Container.Args[0], wf, nil, ""); err != nil {
+				if argv, vars, err = tp.step(wf, nil, ""); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}
-		if script == "" {
+		if argv == nil {
 			t.Fatalf("%s has no template %s with one sh -c script", file, tmpl)
 		}
-		cmd := exec.Command("sh", "-c", script)
-		cmd.Env = env
+		script := argv[2]
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = stepEnv(env, vars)
 		out, err := cmd.CombinedOutput()
 		if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), "model folder "+model+":") {
 			t.Errorf("%s: %q: exit %d (%v), want 2 naming the model folder %q:\n%s", file, script, code, err, model, out)

@@ -4,13 +4,14 @@
 //
 // It reads only what round.yaml uses: a DAG of tasks with dependencies,
 // withSequence fan-out and input parameters, and container templates
-// whose command and args take {{workflow.parameters.X}},
+// whose command, args and env values take {{workflow.parameters.X}},
 // {{inputs.parameters.X}} and {{item}}. It passes over the fields that
 // only say where and how a pod runs on the cluster (image, resources,
 // volumes, envFrom, retryStrategy, activeDeadlineSeconds, synchronization,
 // podGC and ttlStrategy, the CronWorkflow's schedule). Anything else it meets (a field such as a
-// task's when or depends, or a container's env; a {{…}} it cannot fill; a
-// step with no container) is an error rather than a silent skip.
+// task's when or depends, or an env variable's valueFrom; a {{…}} it
+// cannot fill; a step with no container) is an error rather than a silent
+// skip.
 package k8s
 
 import (
@@ -38,9 +39,9 @@ import (
 
 // Round is a parsed WorkflowTemplate, or the workflow of a CronWorkflow.
 // Load decodes it strictly: a field not named here is an error, so that a
-// field that would change what Argo runs (a task's when, a container's
-// env) is never passed over. Fields of type cluster are read and not
-// used: they say where and how a pod runs, not what it runs.
+// field that would change what Argo runs (a task's when, an env
+// variable's valueFrom) is never passed over. Fields of type cluster are
+// read and not used: they say where and how a pod runs, not what it runs.
 type Round struct {
 	APIVersion cluster `json:"apiVersion"`
 	Kind       cluster `json:"kind"`
@@ -96,6 +97,10 @@ type template struct {
 	Container *struct {
 		Command []string `json:"command"`
 		Args    []string `json:"args"`
+		// The step's own variables, filled as the args are: a parameter
+		// a script reads as "$VAR" reaches it as data, where one pasted
+		// into the script's text would be read as shell.
+		Env []envVar `json:"env"`
 		// The steps run in this process's environment, on this
 		// machine's paths.
 		Image        cluster `json:"image"`
@@ -138,6 +143,34 @@ func (t template) grace() (time.Duration, error) {
 		return time.Duration(*g) * time.Second, nil
 	}
 	return stepGrace, nil
+}
+
+// envVar is a container's variable with a plain value; one taken from a
+// Secret or a field (valueFrom) is refused when the file is loaded.
+type envVar struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// step is the command line of template t's step and the variables its
+// container sets, their references filled from the workflow's parameters
+// wf, the step's inputs in and its withSequence item.
+func (t template) step(wf, in map[string]string, item string) (argv, vars []string, err error) {
+	for _, a := range append(append([]string{}, t.Container.Command...), t.Container.Args...) {
+		v, err := fill(a, wf, in, item)
+		if err != nil {
+			return nil, nil, err
+		}
+		argv = append(argv, v)
+	}
+	for _, e := range t.Container.Env {
+		v, err := fill(e.Value, wf, in, item)
+		if err != nil {
+			return nil, nil, fmt.Errorf("env %s: %w", e.Name, err)
+		}
+		vars = append(vars, e.Name+"="+v)
+	}
+	return argv, vars, nil
 }
 
 type task struct {
@@ -262,18 +295,14 @@ func (r *Round) Run(ctx context.Context, o Options) error {
 					}
 					in[p.Name] = v
 				}
-				var argv []string
-				for _, a := range append(append([]string{}, t.Container.Command...), t.Container.Args...) {
-					v, err := fill(a, wf, in, item)
-					if err != nil {
-						return refused(fmt.Errorf("task %s: %w", tk.Name, err))
-					}
-					argv = append(argv, v)
+				argv, vars, err := t.step(wf, in, item)
+				if err != nil {
+					return refused(fmt.Errorf("task %s: %w", tk.Name, err))
 				}
-				out, err := runStep(gctx, argv, o.Env, grace)
+				out, err := runStep(gctx, argv, stepEnv(o.Env, vars), grace)
 				logMu.Lock()
 				if o.Log != nil {
-					fmt.Fprintf(o.Log, "== %s %s: %q\n%s", tk.Name, item, maskArgv(mask, argv), out)
+					fmt.Fprintf(o.Log, "== %s %s: %q %q\n%s", tk.Name, item, maskArgv(mask, vars), maskArgv(mask, argv), out)
 				}
 				logMu.Unlock()
 				if err != nil {
@@ -318,6 +347,14 @@ func maskArgv(mask *strings.Replacer, argv []string) []string {
 		shown[i] = mask.Replace(a)
 	}
 	return shown
+}
+
+// stepEnv is a step's environment: base with the container's variables
+// after it, which win, as a container's env wins over what its envFrom
+// Secrets hold (os/exec keeps a name's last value). A nil base is this
+// process's environment, as os/exec reads it.
+func stepEnv(base, vars []string) []string {
+	return append((&exec.Cmd{Env: base}).Environ(), vars...)
 }
 
 // stepGrace is how long a cancelled step has to stop after SIGTERM before

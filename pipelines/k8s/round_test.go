@@ -341,8 +341,9 @@ func TestRunRefusesUnknowns(t *testing.T) {
 }
 
 // Load refuses a field it would pass over although Argo acts on it: a
-// task's when, depends, continueOn or withItems, a container's env, an
-// input's enum. The manifests as they are load.
+// task's when, depends, continueOn or withItems, an env variable taken
+// from a Secret (valueFrom: Run sets only plain values), an input's enum.
+// The manifests as they are load.
 func TestLoadRefusesFieldsItDoesNotRun(t *testing.T) {
 	b, err := os.ReadFile("round.yaml")
 	if err != nil {
@@ -354,8 +355,8 @@ func TestLoadRefusesFieldsItDoesNotRun(t *testing.T) {
 		{"depends", "            dependencies: [train]\n", "            depends: train\n"},
 		{"continueOn", "            dependencies: [train]\n", "            dependencies: [train]\n            continueOn:\n              failed: true\n"},
 		{"withItems", "            dependencies: [score]\n", "            dependencies: [score]\n            withItems: [a, b]\n"},
-		{"env", "        envFrom:\n          - secretRef:\n              name: hone-store\n        resources:\n          requests:\n            cpu: \"8\"",
-			"        env:\n          - name: HONE_X\n            value: \"1\"\n        envFrom:\n          - secretRef:\n              name: hone-store\n        resources:\n          requests:\n            cpu: \"8\""},
+		{"valueFrom", "        envFrom:\n          - secretRef:\n              name: hone-store\n        resources:\n          requests:\n            cpu: \"8\"",
+			"        env:\n          - name: HONE_X\n            valueFrom:\n              secretKeyRef: {name: hone-store, key: AWS_REGION}\n        envFrom:\n          - secretRef:\n              name: hone-store\n        resources:\n          requests:\n            cpu: \"8\""},
 		{"enum", "      inputs:\n        parameters:\n          - name: shard\n", "      inputs:\n        parameters:\n          - name: shard\n            enum: [\"0\"]\n"},
 	} {
 		if !strings.Contains(string(b), tc.from) {
@@ -418,20 +419,20 @@ func checkPolicyModel(t *testing.T, r *Round, st store, env []string, serveURL s
 	}
 	wf["round"], wf["store"], wf["query"], wf["serve-url"] = "2", st.top, st.query, serveURL
 	wf["groups"], wf["group-size"], wf["collect-flags"] = "2", "2", "--temperature 1"
-	var script string
+	var argv, vars []string
 	for _, tp := range spec.Templates {
 		if tp.Name == "collect" && tp.Container != nil && len(tp.Container.Args) == 1 {
 			var err error
-			if script, err = fill(tp.Container.Args[0], wf, map[string]string{"shard": "0"}, ""); err != nil {
+			if argv, vars, err = tp.step(wf, map[string]string{"shard": "0"}, ""); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	if script == "" {
+	if argv == nil {
 		t.Fatal("round.yaml has no collect template with one sh -c script")
 	}
-	cmd := exec.Command("sh", "-c", script)
-	cmd.Env = env
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = stepEnv(env, vars)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("round 2's collect step: %v\n%s", err, out)
 	}
@@ -464,6 +465,71 @@ func sampledModels(t *testing.T, url string) map[string]bool {
 		}
 		for _, tj := range g.Trajectories {
 			models[tj.Model], models[tj.Adapter] = true, true
+		}
+	}
+}
+
+// Run sets a container's env, each value filled as the args are (the
+// workflow's parameters, the task's inputs, the item), over the steps'
+// environment, as Kubernetes sets a container's env over what envFrom
+// gives: round.yaml's steps read their parameters so. Load refused any
+// env before.
+func TestRunSetsContainerEnv(t *testing.T) {
+	dir := t.TempDir()
+	doc := `apiVersion: argoproj.io/v1alpha1
+kind: WorkflowTemplate
+metadata:
+  name: env
+spec:
+  entrypoint: main
+  arguments:
+    parameters:
+      - name: x
+        value: default
+  templates:
+    - name: main
+      dag:
+        tasks:
+          - name: step
+            template: step
+            arguments:
+              parameters:
+                - name: shard
+                  value: "{{item}}"
+            withSequence:
+              count: "2"
+    - name: step
+      inputs:
+        parameters:
+          - name: shard
+      container:
+        command: [sh, -c]
+        args: ['printf "%s|%s" "$HONE_X" "$HONE_KEPT" >"$OUT/$HONE_SHARD"']
+        env:
+          - name: HONE_X
+            value: "{{workflow.parameters.x}}"
+          - name: HONE_SHARD
+            value: "{{inputs.parameters.shard}}"
+          - name: HONE_KEPT
+            value: from the template
+`
+	path := filepath.Join(dir, "env.yaml")
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := "a b'\"$(c)\n"
+	env := []string{"PATH=" + os.Getenv("PATH"), "OUT=" + dir, "HONE_KEPT=from the process"}
+	if err := r.Run(context.Background(), Options{Params: map[string]string{"x": value}, Env: env}); err != nil {
+		t.Fatal(err)
+	}
+	for _, shard := range []string{"0", "1"} {
+		b, err := os.ReadFile(filepath.Join(dir, shard))
+		if want := value + "|from the template"; err != nil || string(b) != want {
+			t.Errorf("shard %s's step saw %q, %v; want %q", shard, b, err, want)
 		}
 	}
 }

@@ -240,7 +240,7 @@ func testRound(t *testing.T, st store, serveKey string) {
 			"round": "1", "store": st.top, "query": st.query,
 			"shards": "2", "groups": "6", "group-size": "4",
 			"serve-url": serveURL, "model-dir": model, "reward": "formula:env - 0.25*out_of_range",
-			"score-flags":   "--scorer 'final=formula:2*formula'",
+			"score-flags":   "--scorer final=formula:2*formula",
 			"collect-flags": collectFlags,
 			"train-flags":   "--steps 1 --rank 2 --lr 1e-2 --threads 1 --allow-no-logprobs",
 			"train-device":  "cpu",
@@ -355,8 +355,8 @@ func TestLoadRefusesFieldsItDoesNotRun(t *testing.T) {
 		{"depends", "            dependencies: [train]\n", "            depends: train\n"},
 		{"continueOn", "            dependencies: [train]\n", "            dependencies: [train]\n            continueOn:\n              failed: true\n"},
 		{"withItems", "            dependencies: [score]\n", "            dependencies: [score]\n            withItems: [a, b]\n"},
-		{"valueFrom", "        envFrom:\n          - secretRef:\n              name: hone-store\n        resources:\n          requests:\n            cpu: \"8\"",
-			"        env:\n          - name: HONE_X\n            valueFrom:\n              secretKeyRef: {name: hone-store, key: AWS_REGION}\n        envFrom:\n          - secretRef:\n              name: hone-store\n        resources:\n          requests:\n            cpu: \"8\""},
+		{"valueFrom", "          - name: HONE_TRAIN_DEVICE\n            value: \"{{workflow.parameters.train-device}}\"\n",
+			"          - name: HONE_TRAIN_DEVICE\n            valueFrom:\n              secretKeyRef: {name: hone-store, key: AWS_REGION}\n"},
 		{"enum", "      inputs:\n        parameters:\n          - name: shard\n", "      inputs:\n        parameters:\n          - name: shard\n            enum: [\"0\"]\n"},
 	} {
 		if !strings.Contains(string(b), tc.from) {

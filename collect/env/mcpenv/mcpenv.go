@@ -312,6 +312,14 @@ func (ep *episode) Step(ctx context.Context, t env.Turn) (env.Feedback, error) {
 			// gets a new server.
 			var rejected *jsonrpc.Error
 			if ctx.Err() != nil {
+				// The episode's time ran out with the call unanswered: a
+				// slow tool, or a server that no longer answers anything
+				// (deadlocked, a sequential server stuck in one call). The
+				// ping tells them apart, off the episode's clock so that
+				// --episode-timeout still holds: one unanswered marks the
+				// server lost, and the next episode gets a new one rather
+				// than hanging on it too.
+				go ep.srv.gone(context.WithoutCancel(ctx))
 				return env.Feedback{}, fmt.Errorf("mcp: %s: %w", c.Name, err)
 			}
 			if !errors.As(err, &rejected) || errors.Is(err, mcp.ErrConnectionClosed) {

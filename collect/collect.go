@@ -868,6 +868,11 @@ func loadScenarios(ctx context.Context, o *Options, scripted bool) (scs []env.Sc
 		if l, ok := e.(interface{ SetLog(*slog.Logger) }); ok {
 			l.SetLog(o.Log)
 		}
+		// It restarts a lost server within --start-timeout too, as it
+		// started the first.
+		if st, ok := e.(interface{ SetStartTimeout(time.Duration) }); ok {
+			st.SetStartTimeout(o.StartTimeout)
+		}
 		envs[name] = e
 		if scripted {
 			// Refused as the environment opens, before it is asked

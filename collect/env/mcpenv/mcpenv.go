@@ -24,6 +24,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -60,7 +61,8 @@ type Env struct {
 	gaveUp   error             // set once restarts reached maxRestarts
 	closed   bool
 
-	log *slog.Logger // SetLog's; nil until then
+	log          *slog.Logger  // SetLog's; nil until then
+	startTimeout time.Duration // SetStartTimeout's; 0 until then
 
 	// asked maps a task text to the scenario last started with it, so a
 	// replay policy, which sees only the conversation, finds its solution.
@@ -105,6 +107,15 @@ func (e *Env) SetLog(l *slog.Logger) {
 	e.srvMu.Lock()
 	defer e.srvMu.Unlock()
 	e.log = l
+}
+
+// SetStartTimeout bounds each restart of the server, as the run's start
+// (--start-timeout) bounded the first: 0 leaves a restart the episode's
+// time alone.
+func (e *Env) SetStartTimeout(d time.Duration) {
+	e.srvMu.Lock()
+	defer e.srvMu.Unlock()
+	e.startTimeout = d
 }
 
 // listTools lists the server's tools in the agent's shape. A server that

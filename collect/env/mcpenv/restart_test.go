@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -306,5 +307,44 @@ server.main()
 	}
 	if n := countStarts(t, starts); n != 2 {
 		t.Errorf("the server started %d times, want 2", n)
+	}
+}
+
+// TestRestartWithinStartTimeout: a server started again after it was
+// lost has the start timeout to answer, as at the start of the run. Here
+// the second start never answers its initialize: the episode asking for
+// it fails within the start timeout, saying so. Before, a restart had the
+// episode's whole time (none at all with --episode-timeout 0), holding
+// every other episode waiting for a server meanwhile.
+func TestRestartWithinStartTimeout(t *testing.T) {
+	command, _ := countingServer(t, `import time
+if start > 1:
+    time.sleep(1000)
+call = server.call_tool
+def call_tool(name, args):
+    if args.get("country") == "Atlantis":
+        os._exit(9)
+    return call(name, args)
+server.call_tool = call_tool
+server.main()
+`)
+	e, err := mcpenv.Open(context.Background(), mcpenv.Options{Command: command, Tasks: tasks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	e.SetStartTimeout(500 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ep, err := e.NewEpisode(ctx, tasks[0], 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Play(ctx, ep, calls("capital", `{"country":"Atlantis"}`), 4); err == nil || !strings.Contains(err.Error(), "server was lost") {
+		t.Fatalf("episode on the dying server: %v", err)
+	}
+	_, err = e.NewEpisode(ctx, tasks[0], 0)
+	if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "start timeout 500ms") {
+		t.Fatalf("episode asking for a server that does not start: err %v (episode's context: %v)", err, ctx.Err())
 	}
 }

@@ -194,12 +194,7 @@ func (e *Env) current(ctx context.Context) (*server, error) {
 		return nil, e.gaveUp
 	}
 	e.restarts++
-	s, err := dial(ctx, e.opts, e.group)
-	if err == nil {
-		if s.tools, err = listTools(ctx, s); err != nil {
-			s.close()
-		}
-	}
+	s, err := e.restart(ctx)
 	if err != nil {
 		err = fmt.Errorf("mcp: restart %d of %d: %w", e.restarts, maxRestarts, err)
 		if ctx.Err() != nil {
@@ -212,6 +207,30 @@ func (e *Env) current(ctx context.Context) (*server, error) {
 	e.logTools(e.tools, s.tools)
 	e.srv, e.tools = s, s.tools
 	return s, nil
+}
+
+// restart starts the server again (or connects the URL again) and lists
+// its tools, within the start timeout as at the start of the run: a
+// server that no longer answers its initialize would otherwise hold the
+// episode that asked for it, and every other waiting for a server, for
+// the episode's whole time, or for ever with no --episode-timeout.
+func (e *Env) restart(ctx context.Context) (*server, error) {
+	sctx := ctx
+	if e.startTimeout > 0 {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeout(ctx, e.startTimeout)
+		defer cancel()
+	}
+	s, err := dial(sctx, e.opts, e.group)
+	if err == nil {
+		if s.tools, err = listTools(sctx, s); err != nil {
+			s.close()
+		}
+	}
+	if err != nil && ctx.Err() == nil && errors.Is(sctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("%w (no answer within the start timeout %v, --start-timeout)", err, e.startTimeout)
+	}
+	return s, err
 }
 
 // logTools says, when the restarted server's tools (now) are not those of

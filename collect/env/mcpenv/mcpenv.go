@@ -119,13 +119,22 @@ func (e *Env) SetStartTimeout(d time.Duration) {
 }
 
 // listTools lists the server's tools in the agent's shape. A server that
-// offers none is an error: an episode on it could only answer.
+// offers none is an error: an episode on it could only answer; so is one
+// that lists a name twice.
 func listTools(ctx context.Context, s *server) ([]trajectory.Tool, error) {
 	var tools []trajectory.Tool
+	seen := map[string]bool{}
 	for tool, err := range s.session.Tools(ctx, nil) {
 		if err != nil {
 			return nil, fmt.Errorf("list tools: %w%s%s", err, s.out.notJSON(err), s.tail.quote())
 		}
+		if seen[tool.Name] {
+			// The model would be offered both, a call to either checked
+			// against the first's schema and run as whichever the server
+			// picks by the name alone.
+			return nil, fmt.Errorf("the server lists tool %q twice (a tool's name must be unique, a call names only it)", tool.Name)
+		}
+		seen[tool.Name] = true
 		params := ""
 		if tool.InputSchema != nil {
 			b, err := json.Marshal(tool.InputSchema)

@@ -348,3 +348,24 @@ server.main()
 		t.Fatalf("episode asking for a server that does not start: err %v (episode's context: %v)", err, ctx.Err())
 	}
 }
+
+// TestDuplicateToolNamesRefused: a server that lists two tools under one
+// name (the Python example with its capital tool listed again, with
+// another schema) is refused, naming the tool. Before, both went to the
+// model, whose calls were checked against the first's schema only and
+// sent to the server by the name alone, which of the two it ran being
+// the server's guess.
+func TestDuplicateToolNamesRefused(t *testing.T) {
+	command, _ := countingServer(t, `server.TOOLS.append({"name": "capital", "description": "The capital of a region.",
+                     "inputSchema": {"type": "object", "properties": {"region": {"type": "string"}}, "required": ["region"]}})
+server.main()
+`)
+	e, err := mcpenv.Open(context.Background(), mcpenv.Options{Command: command, Tasks: tasks})
+	if err == nil {
+		e.Close()
+		t.Fatal("a server listing capital twice was accepted")
+	}
+	if !strings.Contains(err.Error(), `"capital"`) || !strings.Contains(err.Error(), "twice") {
+		t.Fatalf("%v; want the tool listed twice named", err)
+	}
+}

@@ -14,8 +14,13 @@ import (
 // the one before) of its own within the trajectory's example: trainer.Pack
 // gives each its own history index (MicroBatch.Hist) and, in GRPO, all of
 // them the trajectory's advantage, and n_i counts the trainable tokens of
-// them all. An additional history without trainable tokens adds nothing,
-// as in ART. GRPO and SFT both lay trajectories out with it.
+// them all. A sequence without trainable tokens adds nothing (an
+// additional history that trains nothing, as in ART, or a sequence of the
+// main history whose turns are all context, where --turns last or a
+// trajectory's marks train only some turns), so none is kept: it cost the
+// model a pass over its tokens each step, and --max-seq-len, which counts
+// every sequence, left a trajectory out for one. GRPO and SFT both lay
+// trajectories out with it.
 //
 // A template that prints the date (strftime_now) prints the trajectory's
 // (Trajectory.SampledAt), the date the server rendered its prompts with.
@@ -25,18 +30,24 @@ func LayoutHistories(ctx context.Context, text *layout.Model, t *trajectory.Traj
 	if err != nil {
 		return nil, err
 	}
-	seqs := lay.Sequences
+	seqs := trained(nil, lay.Sequences)
 	for k := range t.AdditionalHistories {
 		h := &t.AdditionalHistories[k]
 		hl, err := text.Layout(ctx, h.Messages, h.Tools, lopt)
 		if err != nil {
 			return nil, fmt.Errorf("additional_histories[%d]: %w", k, err)
 		}
-		for _, s := range hl.Sequences {
-			if (&Example{Seqs: []layout.Sequence{s}}).Trainable() > 0 {
-				seqs = append(seqs, s)
-			}
-		}
+		seqs = trained(seqs, hl.Sequences)
 	}
 	return seqs, nil
+}
+
+// trained appends to seqs those of add with a trainable token.
+func trained(seqs, add []layout.Sequence) []layout.Sequence {
+	for _, s := range add {
+		if (&Example{Seqs: []layout.Sequence{s}}).Trainable() > 0 {
+			seqs = append(seqs, s)
+		}
+	}
+	return seqs
 }

@@ -55,3 +55,48 @@ func TestLayoutPrintsTheSampledDate(t *testing.T) {
 		}
 	}
 }
+
+// TestLayoutLeavesOutUntrainedSequences: a conversation that Qwen3's
+// template does not render prefix-preserving (the older turn's <think>
+// block is dropped once a later user message follows) is laid out in
+// two sequences; when only the first turn trains (a trajectory that
+// marks it, or --turns last with the other marked), the second sequence
+// holds no trained token. It was kept: every step ran the model over
+// its tokens for nothing, and --max-seq-len, which counts every
+// sequence, left the whole trajectory out when that untrained one was
+// the long one, though its trained turn fits.
+func TestLayoutLeavesOutUntrainedSequences(t *testing.T) {
+	dir := filepath.Join("..", "..", "testdata")
+	tmpl, err := chattemplate.Load(filepath.Join(dir, "templates", "qwen3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.Load(filepath.Join(dir, "tokenizers", "qwen3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := &layout.Model{Template: tmpl, Tokenizer: tok}
+	tr := trajectory.Trajectory{ID: "a", GroupID: "g", Messages: []trajectory.Message{
+		{Role: "user", Content: "Hi"},
+		{Role: "assistant", Content: "Hello", ReasoningContent: "greet back", Trainable: true},
+		{Role: "user", Content: "Tell me a story"},
+		{Role: "assistant", Content: strings.Repeat("once upon a time ", 40)},
+	}}
+	seqs, err := LayoutHistories(context.Background(), text, &tr, layout.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range seqs {
+		if (&Example{Seqs: []layout.Sequence{s}}).Trainable() == 0 {
+			t.Errorf("sequence %d of %d (%d tokens) trains no token", i+1, len(seqs), len(s.IDs))
+		}
+	}
+	ex := Example{Seqs: seqs}
+	if ex.Trainable() == 0 {
+		t.Fatal("the first turn is not trained")
+	}
+	lens := Lengths{Max: 60, Drop: true, What: "--max-seq-len 60"}
+	if lens.Check(&ex, "row 0") {
+		t.Errorf("--max-seq-len 60 leaves the trajectory out, though its trained sequence has %d tokens", len(seqs[0].IDs))
+	}
+}

@@ -655,6 +655,17 @@ func raiseException(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Va
 	return jinja.Undefined(), &RaisedError{Message: msg}
 }
 
+// Now is the time a rendering with a zero Input.Now prints: the Clock's,
+// else the call's. A caller that renders one conversation several times
+// takes it once and passes it as Input.Now, so that every rendering
+// prints the same date.
+func (t *Template) Now() time.Time {
+	if t.Clock != nil {
+		return t.Clock()
+	}
+	return time.Now()
+}
+
 // strftimeNow is the template's strftime_now for a rendering at the time
 // at (Input.Now), or, when it is zero, at the Template's Clock's or the
 // call's.
@@ -664,12 +675,8 @@ func (t *Template) strftimeNow(at time.Time) func([]jinja.Value, map[string]jinj
 			return jinja.Undefined(), errors.New("strftime_now takes one format string")
 		}
 		now := at
-		switch {
-		case !now.IsZero():
-		case t.Clock != nil:
-			now = t.Clock()
-		default:
-			now = time.Now()
+		if now.IsZero() {
+			now = t.Now()
 		}
 		s, err := strftime(now, args[0].AsString())
 		if err != nil {

@@ -40,7 +40,7 @@ type Options struct {
 	StopTokens []int
 	// Now is the time the conversation was sampled at, which the template's
 	// strftime_now prints (chattemplate.Input.Now): zero means the time of
-	// the layout.
+	// the layout, read once for all its renderings (Build).
 	Now time.Time
 }
 
@@ -140,6 +140,12 @@ func Build(ctx context.Context, t *chattemplate.Template, tok Tokenizer, msgs []
 		return nil, fmt.Errorf("layout: %d messages but %d turn records", len(msgs), len(data))
 	}
 	stops := stopSet(t, tok, opt.StopTokens)
+	if opt.Now.IsZero() {
+		// One time for every rendering below: a clock read per
+		// rendering printed another date in a prompt than in the turn
+		// after it when the layout crossed midnight.
+		opt.Now = t.Now()
+	}
 	render := func(n int, agp bool) (string, error) {
 		return t.Render(ctx, chattemplate.Input{Messages: msgs[:n], Tools: tools, AddGenerationPrompt: agp, Kwargs: opt.Kwargs, Now: opt.Now})
 	}

@@ -41,7 +41,8 @@ per token: position, id, T (trained) or . (context), the sampling logprob
 template does not render prefix-preserving (Qwen3 drops older <think>
 blocks) becomes several sequences, each after a "# sequence K/N" line. By
 default every assistant message is trained (--train assistant); --train
-marked trains only messages with "trainable": true. With
+marked trains only messages with "trainable": true (where none says
+true, the assistant messages that do not say "trainable": false). With
 --add-generation-prompt, --ids shows the prompt a server would send the
 model, all context.`,
 		Example: `  echo '{"messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello!"}]}' |

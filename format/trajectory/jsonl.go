@@ -610,9 +610,12 @@ func parseLine(line []byte, lineNo int) (t Trajectory, jl jsonLine, genID, genGr
 			return t, jl, false, false, fmt.Errorf("messages: %w", err)
 		}
 	}
-	if t.Messages, t.Tools, err = parseHistory("", msgs, jl.Tools); err != nil {
+	var excluded [][]bool // per history, main first: parseHistory's
+	var ex []bool
+	if t.Messages, t.Tools, ex, err = parseHistory("", msgs, jl.Tools); err != nil {
 		return t, jl, false, false, err
 	}
+	excluded = append(excluded, ex)
 	for i, h := range jl.AdditionalHistories {
 		prefix := fmt.Sprintf("additional_histories[%d].", i)
 		if h.MessagesAndChoices != nil {
@@ -622,11 +625,13 @@ func parseLine(line []byte, lineNo int) (t Trajectory, jl jsonLine, genID, genGr
 			h.Messages = h.MessagesAndChoices
 		}
 		var hist History
-		if hist.Messages, hist.Tools, err = parseHistory(prefix, h.Messages, h.Tools); err != nil {
+		if hist.Messages, hist.Tools, ex, err = parseHistory(prefix, h.Messages, h.Tools); err != nil {
 			return t, jl, false, false, err
 		}
 		t.AdditionalHistories = append(t.AdditionalHistories, hist)
+		excluded = append(excluded, ex)
 	}
+	markUnexcluded(&t, excluded)
 	t.Logs = jl.Logs
 	for k, v := range raw {
 		if knownKeys[k] {
@@ -651,22 +656,63 @@ func parseLine(line []byte, lineNo int) (t Trajectory, jl jsonLine, genID, genGr
 }
 
 // parseHistory reads one conversation's messages and checks its tools;
-// prefix names the history in errors ("" for the main one).
-func parseHistory(prefix string, raw []json.RawMessage, tools []Tool) ([]Message, []Tool, error) {
-	var msgs []Message
+// prefix names the history in errors ("" for the main one). excluded
+// says, per message, whether it says "trainable": false (markUnexcluded).
+func parseHistory(prefix string, raw []json.RawMessage, tools []Tool) (msgs []Message, _ []Tool, excluded []bool, _ error) {
 	for i, m := range raw {
 		msg, err := parseMessage(m)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%smessages[%d]: %w", prefix, i, err)
+			return nil, nil, nil, fmt.Errorf("%smessages[%d]: %w", prefix, i, err)
 		}
 		msgs = append(msgs, msg)
+		var f struct {
+			Message   json.RawMessage `json:"message"` // an ART choice: trainable
+			Trainable *bool           `json:"trainable"`
+		}
+		if err := json.Unmarshal(m, &f); err != nil {
+			return nil, nil, nil, fmt.Errorf("%smessages[%d]: %w", prefix, i, err)
+		}
+		excluded = append(excluded, f.Message == nil && f.Trainable != nil && !*f.Trainable)
 	}
 	for i, tool := range tools {
 		if tool.Name == "" {
-			return nil, nil, fmt.Errorf("%stools[%d]: no function name", prefix, i)
+			return nil, nil, nil, fmt.Errorf("%stools[%d]: no function name", prefix, i)
 		}
 	}
-	return msgs, tools, nil
+	return msgs, tools, excluded, nil
+}
+
+// markUnexcluded marks trainable every assistant turn of t (in any
+// history, main first, as excluded is ordered) that its line does not
+// exclude with "trainable": false, when the line excludes one and marks
+// none "trainable": true. A trajectory that marks turns trains those
+// alone (hone-train sft, hone-inspect render --train marked); without
+// this, a false read as no mark, so a line that only excluded a turn
+// marked nothing and every assistant turn trained, the excluded one too.
+// A line that marks some turn true already leaves its unmarked turns
+// untrained, and Hone's own export writes no false (omitempty).
+func markUnexcluded(t *Trajectory, excluded [][]bool) {
+	hists := [][]Message{t.Messages}
+	for _, h := range t.AdditionalHistories {
+		hists = append(hists, h.Messages)
+	}
+	excludes := false
+	for k, ms := range hists {
+		for i, m := range ms {
+			if m.Trainable {
+				return
+			}
+			excludes = excludes || (m.Role == "assistant" && excluded[k][i])
+		}
+	}
+	if !excludes {
+		return
+	}
+	for k, ms := range hists {
+		for i := range ms {
+			ms[i].Trainable = ms[i].Role == "assistant" && !excluded[k][i]
+		}
+	}
 }
 
 func parseMessage(raw json.RawMessage) (Message, error) {

@@ -6,7 +6,10 @@
 // with none is left out, with one warning naming the rows. A trajectory
 // that marks some assistant turns trainable (hone-collect and hone-proxy
 // mark the policy's turns, not those the agent wrote) trains the marked
-// ones alone; one that marks none trains every assistant turn. Tokens come from
+// ones alone; one that marks none trains every assistant turn. A chat
+// line that says "trainable": false on an assistant turn and true on
+// none marks its other assistant turns (format/trajectory's import), so
+// the excluded turn is context. Tokens come from
 // format/layout with the model's own chat template (sampled ids are used
 // where a trajectory carries them).
 //

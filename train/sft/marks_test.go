@@ -95,3 +95,42 @@ func sameMasks(a, b []layout.Sequence) bool {
 	}
 	return true
 }
+
+// TestTrainableFalseIsNotTrained: a chat line that says "trainable": false
+// on an assistant turn, and true on none, keeps that turn as context and
+// trains its other assistant turns. The false was read as no mark at all,
+// so the line marked nothing and every assistant turn trained, the one
+// the line excluded too.
+func TestTrainableFalseIsNotTrained(t *testing.T) {
+	dir, md, _ := setup(t)
+	text, err := layout.LoadModel(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := filepath.Join(dir, "false.jsonl")
+	if err := os.WriteFile(js, []byte(`{"messages": [{"role": "user", "content": "q0"}, {"role": "assistant", "content": "a bad answer", "trainable": false}, {"role": "user", "content": "again"}, {"role": "assistant", "content": "b1!"}]}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	msgs := []trajectory.Message{
+		{Role: "user", Content: "q0"}, {Role: "assistant", Content: "a bad answer"},
+		{Role: "user", Content: "again"}, {Role: "assistant", Content: "b1!", Trainable: true},
+	}
+	want, err := text.Layout(context.Background(), msgs, nil, layout.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, turns := range []string{"all", "last"} {
+		d, err := Load(context.Background(), text, fileset.Files(js), turns, nil, layout.Options{}, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Examples) != 1 {
+			t.Fatalf("--turns %s: %d examples; want 1", turns, len(d.Examples))
+		}
+		ex := d.Examples[0]
+		if got, w := ex.Trainable(), (&trainer.Example{Seqs: want.Sequences}).Trainable(); got != w || !sameMasks(ex.Seqs, want.Sequences) {
+			t.Errorf("--turns %s: %d trainable tokens (masks equal: %v); want %d, the last turn's only", turns, got, sameMasks(ex.Seqs, want.Sequences), w)
+		}
+	}
+}

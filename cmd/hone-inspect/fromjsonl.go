@@ -26,7 +26,9 @@ func newFromJSONLCmd(a *app) *cobra.Command {
 		Short: "Import JSON Lines chats as a trajectory file",
 		Long: `from-jsonl reads JSON Lines in the OpenAI chat shape, one trajectory per
 line ({"messages": [...], "tools": [...]}, or ART's "messages_and_choices"),
-with any of Hone's fields, and writes one Parquet trajectory file. As in
+with any of Hone's fields, and writes one Parquet trajectory file. An
+OpenAI fine-tuning file's "weight" (0 or 1) on a message is read as
+"trainable" (false or true). As in
 ART's files, a metadata value may be any JSON value (one that is not a
 string is kept as its JSON text) and a metric true or false (1 or 0); a
 null metric is left out of the row, as hone-collect leaves it out, with

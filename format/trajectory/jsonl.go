@@ -668,9 +668,24 @@ func parseHistory(prefix string, raw []json.RawMessage, tools []Tool) (msgs []Me
 		var f struct {
 			Message   json.RawMessage `json:"message"` // an ART choice: trainable
 			Trainable *bool           `json:"trainable"`
+			// OpenAI's fine-tuning files weigh an assistant message 0
+			// (not trained) or 1 (trained): read as trainable false or
+			// true, which a line must not contradict.
+			Weight *float64 `json:"weight"`
 		}
 		if err := json.Unmarshal(m, &f); err != nil {
 			return nil, nil, nil, fmt.Errorf("%smessages[%d]: %w", prefix, i, err)
+		}
+		if f.Weight != nil && f.Message == nil {
+			if *f.Weight != 0 && *f.Weight != 1 {
+				return nil, nil, nil, fmt.Errorf("%smessages[%d]: weight %v: want 0 (not trained) or 1 (trained), as in OpenAI's fine-tuning files", prefix, i, *f.Weight)
+			}
+			w := *f.Weight == 1
+			if f.Trainable != nil && *f.Trainable != w {
+				return nil, nil, nil, fmt.Errorf("%smessages[%d]: weight %v and trainable %v disagree", prefix, i, *f.Weight, *f.Trainable)
+			}
+			f.Trainable = &w
+			msgs[len(msgs)-1].Trainable = w
 		}
 		excluded = append(excluded, f.Message == nil && f.Trainable != nil && !*f.Trainable)
 	}

@@ -142,6 +142,33 @@ func TestImportErrorsNameTheLine(t *testing.T) {
 	}
 }
 
+// TestImportOpenAIWeights: an OpenAI fine-tuning file's per-message
+// weight (0: not trained, 1: trained) marks the assistant turns as
+// "trainable" does. It was ignored, so a weight-0 turn was trained.
+func TestImportOpenAIWeights(t *testing.T) {
+	in := `{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":"bad","weight":0},{"role":"user","content":"q2"},{"role":"assistant","content":"good","weight":1}]}
+{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":"bad","weight":0},{"role":"user","content":"q2"},{"role":"assistant","content":"good"}]}
+`
+	groups, _, err := ImportJSONL(context.Background(), strings.NewReader(in), "ft.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, g := range groups {
+		ms := g.Trajectories[0].Messages
+		if ms[1].Trainable || !ms[3].Trainable {
+			t.Errorf("line %d: trainable %v and %v, want the weight-0 turn untrained and the other trained", i+1, ms[1].Trainable, ms[3].Trainable)
+		}
+	}
+	for _, c := range []struct{ in, want string }{
+		{`{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":"a","weight":0.5}]}`, "ft.jsonl:1: messages[1]: weight 0.5: want 0 (not trained) or 1 (trained)"},
+		{`{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":"a","weight":1,"trainable":false}]}`, "messages[1]: weight 1 and trainable false disagree"},
+	} {
+		if _, _, err := ImportJSONL(context.Background(), strings.NewReader(c.in), "ft.jsonl"); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want %q", c.in, err, c.want)
+		}
+	}
+}
+
 // TestImportKeepsEnvironmentRoles: a role far from every chat role is an
 // environment's own, which its template may know, and a collect run may
 // have written it: it is imported as it is, as are the chat roles.

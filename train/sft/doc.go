@@ -9,7 +9,8 @@
 // ones alone; one that marks none trains every assistant turn. A chat
 // line that says "trainable": false on an assistant turn and true on
 // none marks its other assistant turns (format/trajectory's import), so
-// the excluded turn is context. Tokens come from
+// the excluded turn is context; an OpenAI fine-tuning file's "weight": 0
+// or 1 on a message reads as "trainable": false or true. Tokens come from
 // format/layout with the model's own chat template (sampled ids are used
 // where a trajectory carries them).
 //

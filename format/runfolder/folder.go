@@ -28,6 +28,20 @@ type Step struct {
 // caller's to check.
 func ReadPointer(runDir, name string) (s Step, ok bool, err error) {
 	path := filepath.Join(runDir, name)
+	// Stat first: opening a named pipe with no writer to read it blocks,
+	// and a device (a link to /dev/zero) never ends, so that a caller
+	// polling the run (hone-serve's Sync, the embedded server's watch)
+	// would stop for good.
+	st, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return Step{}, false, nil
+	}
+	if err != nil {
+		return Step{}, false, err
+	}
+	if !st.Mode().IsRegular() {
+		return Step{}, false, fmt.Errorf("%s is not a regular file (mode %s); it must hold the name of a step folder (%s)", path, st.Mode().Type(), StepName(42))
+	}
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return Step{}, false, nil

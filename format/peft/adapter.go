@@ -129,6 +129,15 @@ var nameRE = regexp.MustCompile(`^base_model\.model\.(model\.layers|model\.langu
 // Read loads the adapter in dir (adapter_config.json + adapter_model.safetensors).
 func Read(dir string) (*Adapter, error) {
 	cpath := filepath.Join(dir, ConfigName)
+	wpath := filepath.Join(dir, WeightsName)
+	// Stat first: opening a named pipe with no writer to read it blocks,
+	// and a device never ends, so that a reader polling for new steps
+	// (serve/adapters) would stop for good.
+	for _, p := range []string{cpath, wpath} {
+		if err := notSpecial(p); err != nil {
+			return nil, fmt.Errorf("peft: %w", err)
+		}
+	}
 	raw, err := ReadConfigFile(cpath)
 	if err != nil {
 		return nil, fmt.Errorf("peft: %w", err)
@@ -137,7 +146,6 @@ func Read(dir string) (*Adapter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cpath, err)
 	}
-	wpath := filepath.Join(dir, WeightsName)
 	f, err := safetensors.OpenFile(wpath)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -153,6 +161,17 @@ func Read(dir string) (*Adapter, error) {
 		return nil, fmt.Errorf("%s: %w", wpath, err)
 	}
 	return a, nil
+}
+
+// notSpecial returns an error naming path when it is there and no regular
+// file (a link followed): a missing one is left to its reader, which says
+// what is missing.
+func notSpecial(path string) error {
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().IsRegular() {
+		return nil
+	}
+	return fmt.Errorf("%s is not a regular file (mode %s)", path, st.Mode().Type())
 }
 
 func fromFile(cfg Config, f *safetensors.File) (*Adapter, error) {

@@ -288,3 +288,35 @@ func TestDBPathRefusalSaysWhy(t *testing.T) {
 		t.Errorf("Open on a folder: %v; want it refused as a folder", err)
 	}
 }
+
+// TestRewardIsExactTenths: the reward is 0.7 plus 0.1 per source step, so
+// a perfect episode scores 1 exactly. Summed as floats it scored
+// 0.9999999999999999, and `hone-train sft --min-reward 1` (its help's
+// example) kept none of the searcher's perfect episodes.
+func TestRewardIsExactTenths(t *testing.T) {
+	e := open(t)
+	ctx := context.Background()
+	scs, _ := e.Scenarios(ctx, 1, len(e.Inbox().Questions))
+	for i, sc := range scs {
+		ep, _ := e.NewEpisode(ctx, sc, int64(i))
+		p, _ := e.Policy("searcher", int64(i))
+		res, err := env.Play(ctx, ep, p, 15)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Outcome.Reward != 1 {
+			t.Errorf("scenario %s: searcher's reward %v, want 1 (metrics %v)", sc.ID, res.Outcome.Reward, res.Outcome.Metrics)
+		}
+	}
+	// Correct and found, never read: 0.7 + 0.1.
+	q := e.Inbox().Questions[0]
+	p, _ := json.Marshal(q)
+	ep, _ := e.NewEpisode(ctx, env.Scenario{ID: "x", Payload: p}, 0)
+	ep.Reset(ctx)
+	search := trajectory.ToolCall{ID: "c1", Type: "function", Name: "search_inbox", Arguments: `{"keywords":["flight"]}`}
+	ep.Step(ctx, env.Turn{Message: trajectory.Message{Role: "assistant", ToolCalls: []trajectory.ToolCall{search}}, Calls: []trajectory.ToolCall{search}})
+	ep.Step(ctx, env.Turn{Message: env.Assistant("It is " + q.Answer)})
+	if o := ep.Outcome(); o.Reward != 0.8 || o.Metrics["found_source"] != 1 || o.Metrics["correct"] != 1 {
+		t.Errorf("correct answer after finding the source: reward %v, want 0.8 (metrics %v)", o.Reward, o.Metrics)
+	}
+}

@@ -17,7 +17,9 @@
 // answered.
 //
 // Settings (hone-collect --env-opt): inbox-seed=N picks the inbox (1 by
-// default); db=PATH keeps the database at PATH, for a look at it with
+// default; replayed scenarios need the seed they were made with: a
+// generated question whose answer is not in its source email is refused);
+// db=PATH keeps the database at PATH, for a look at it with
 // sqlite3, instead of a temporary file. An existing file at PATH is
 // rebuilt only if it is an inbox database Hone built; any other file is
 // refused and left as it is (Open).
@@ -47,6 +49,7 @@ import (
 
 // Env is the inbox environment over one generated inbox.
 type Env struct {
+	seed   int64 // inbox-seed, named when a scenario is of another inbox
 	inbox  Inbox
 	db     *sql.DB
 	tmpDir string // removed by Close when the database is temporary
@@ -70,7 +73,7 @@ func Open(ctx context.Context, seed int64, path string) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("inbox: %w", err)
 	}
-	e := &Env{inbox: Generate(seed), tmpDir: dir}
+	e := &Env{seed: seed, inbox: Generate(seed), tmpDir: dir}
 	built, name := filepath.Join(dir, "inbox.db"), path
 	if name == "" {
 		name = built
@@ -306,8 +309,15 @@ func (e *Env) NewEpisode(_ context.Context, sc env.Scenario, _ int64) (env.Episo
 	}
 	// found, read and cited are scored against it: a source the inbox
 	// lacks would score 0 for any answer.
-	if !slices.ContainsFunc(e.inbox.Emails, func(m Email) bool { return m.ID == q.SourceID }) {
+	k := slices.IndexFunc(e.inbox.Emails, func(m Email) bool { return m.ID == q.SourceID })
+	if k < 0 {
 		return nil, fmt.Errorf("inbox: scenario %s: source_id %q is no email of this inbox (its seed makes ids like %q)", sc.ID, q.SourceID, e.inbox.Emails[0].ID)
+	}
+	// A generated question (one that names its kind) has its answer in its
+	// source. Ids are m0001… in every inbox, so one generated for another
+	// inbox-seed passed the check above and scored 0 for any answer.
+	if q.Kind != "" && !strings.Contains(strings.ToLower(e.inbox.Emails[k].Body), strings.ToLower(q.Answer)) {
+		return nil, fmt.Errorf("inbox: scenario %s: answer %q is not in its source %s of this inbox (inbox-seed=%d): a question of another inbox? give the --env-opt inbox-seed it was made with", sc.ID, q.Answer, q.SourceID, e.seed)
 	}
 	return &episode{e: e, q: q, rivals: e.rivals(q), readIDs: map[string]bool{}}, nil
 }

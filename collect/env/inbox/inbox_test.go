@@ -320,3 +320,38 @@ func TestRewardIsExactTenths(t *testing.T) {
 		t.Errorf("correct answer after finding the source: reward %v, want 0.8 (metrics %v)", o.Reward, o.Metrics)
 	}
 }
+
+// TestNewEpisodeRefusesAnotherInbox: email ids are m0001… in every inbox,
+// so a question generated for another inbox-seed passed the source check
+// and was played against emails that do not hold its answer, scoring 0
+// for any answer without a word. It is refused, naming inbox-seed; the
+// inbox's own questions are played.
+func TestNewEpisodeRefusesAnotherInbox(t *testing.T) {
+	e := open(t) // inbox-seed 1
+	ctx := context.Background()
+	other := inbox.Generate(2)
+	refused := 0
+	for _, q := range other.Questions {
+		p, _ := json.Marshal(q)
+		ep, err := e.NewEpisode(ctx, env.Scenario{ID: "s", Env: "inbox", Payload: p}, 1)
+		if err == nil {
+			ep.Close()
+			continue
+		}
+		refused++
+		if !strings.Contains(err.Error(), "inbox-seed") || !strings.Contains(err.Error(), "scenario s") {
+			t.Errorf("question %s of inbox 2: %v, want an error naming scenario s and inbox-seed", q.ID, err)
+		}
+	}
+	if refused != len(other.Questions) {
+		t.Errorf("%d of inbox 2's %d questions refused by inbox 1, want all", refused, len(other.Questions))
+	}
+	scs, _ := e.Scenarios(ctx, 1, len(e.Inbox().Questions))
+	for _, sc := range scs {
+		ep, err := e.NewEpisode(ctx, sc, 1)
+		if err != nil {
+			t.Fatalf("own scenario %s: %v", sc.ID, err)
+		}
+		ep.Close()
+	}
+}

@@ -345,13 +345,30 @@ func buildChain(ctx context.Context, opts Options, log *slog.Logger, files *file
 	for _, s := range c.Scorers {
 		written = append(written, s.Name())
 	}
-	for _, s := range c.Scorers {
+	for i, s := range c.Scorers {
 		if f, ok := s.(*formula.Scorer); ok {
 			f.ComponentNames(written...)
+			f.Hide(unreadable(c.Scorers, i)...)
 		}
 	}
 	c.Spec = strings.Join(parts, " | ")
 	return c, meter, nil
+}
+
+// unreadable returns the components the formula at scorers[i] may not
+// read, which checkOrder refuses it by name: previous and those that it
+// and the scorers after it write (but env, which Chain.score puts on the
+// rows before any scorer runs). Read through the whole components map
+// (values(components)), they were an earlier run's values on a row
+// scored before.
+func unreadable(scorers []Scorer, i int) []string {
+	out := []string{ComponentPrevious}
+	for _, s := range scorers[i:] {
+		if s.Name() != ComponentEnv {
+			out = append(out, s.Name())
+		}
+	}
+	return out
 }
 
 // checkOrder refuses a formula that reads a component a later scorer of

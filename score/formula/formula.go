@@ -34,6 +34,9 @@ type Scorer struct {
 	// onlyComps are the names that, bare, read only a component
 	// (ComponentNames): never a metric on a row without the component.
 	onlyComps map[string]bool
+	// hidden are the components the expression may not read (Hide),
+	// left out of the components map and the bare names alike.
+	hidden map[string]bool
 	// watch lists the names the expression reads, bare (in "") or looked
 	// up, that seen records the rows' holding of (Unseen).
 	watch []lookup
@@ -510,6 +513,21 @@ func (s *Scorer) ComponentNames(names ...string) {
 	s.seen.mixLeft.Store(int64(s.mixWatched()))
 }
 
+// Hide leaves names out of what the expression reads: the components
+// map (components["k"], values(components), len(components)) and bare
+// names alike, as if the rows lacked them. hone-score hides the
+// components its chain writes at or after this scorer, and previous: a
+// constant read of one is refused (Components), but a read of the whole
+// map took them in, on a row scored before the earlier run's values,
+// the formula's own among them (sum(values(components)) grew on each
+// re-scoring). Call it before the first Eval.
+func (s *Scorer) Hide(names ...string) {
+	s.hidden = make(map[string]bool, len(names))
+	for _, n := range names {
+		s.hidden[n] = true
+	}
+}
+
 // Name returns the component name.
 func (s *Scorer) Name() string { return s.component }
 
@@ -555,6 +573,9 @@ func (s *Scorer) eval(t *trajectory.Trajectory, group map[string]float64, groupM
 	}
 	comps := make(map[string]any, len(t.RewardComponents))
 	for _, c := range t.RewardComponents {
+		if s.hidden[c.Name] {
+			continue
+		}
 		comps[c.Name] = c.Value
 		env[c.Name] = c.Value
 	}

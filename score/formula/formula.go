@@ -80,6 +80,9 @@ func New(component, src string) (*Scorer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("formula %q does not parse: %v", src, err)
 	}
+	if err := callsKnown(tree.Node); err != nil {
+		return nil, fmt.Errorf("formula %q %w", src, err)
+	}
 	v := &identVisitor{free: map[string]bool{}, bound: map[string]bool{}, guarded: map[file.Location]bool{}, keys: map[lookup]bool{}, tested: map[lookup]bool{},
 		inTests: map[lookup]bool{}, nilGuarded: map[lookup]bool{}, guardedIdent: map[*ast.IdentifierNode]bool{}, nilReadIdent: map[string]bool{},
 		compShown: map[*ast.IdentifierNode]bool{}, plainGuarded: map[*ast.IdentifierNode]bool{}}
@@ -164,6 +167,32 @@ func New(component, src string) (*Scorer, error) {
 	s.seen.left.Store(int64(len(s.watch)))
 	s.seen.metrics, s.seen.comps, s.seen.group = map[string]bool{}, map[string]bool{}, map[string]bool{}
 	return s, nil
+}
+
+// callsKnown returns an error naming the first function n calls that
+// expr does not have (sqrt, log): the parser reads a call of a builtin
+// as one, and any other callee as a name, which the rows were then
+// searched for as a metric, each failing with advice to write
+// metrics["sqrt"] ?? 0.
+func callsKnown(n ast.Node) error {
+	var c callFinder
+	ast.Walk(&n, &c)
+	if c.unknown == "" {
+		return nil
+	}
+	return fmt.Errorf("calls %s, which is no function: expr's are abs, ceil, floor, round, int, float, max, min, sum, mean, median, len and others on lists and text (a power is x ** y, a square root x ** 0.5)", c.unknown)
+}
+
+// callFinder is callsKnown's walk: unknown is the first callee that is a
+// bare name, which a builtin never is in a parsed tree.
+type callFinder struct{ unknown string }
+
+func (c *callFinder) Visit(n *ast.Node) {
+	if call, ok := (*n).(*ast.CallNode); ok && c.unknown == "" {
+		if id, ok := call.Callee.(*ast.IdentifierNode); ok {
+			c.unknown = id.Value
+		}
+	}
 }
 
 // compReads returns the names of names every read of which an in test

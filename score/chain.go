@@ -262,6 +262,18 @@ func (c *Chain) score(ctx context.Context, g *trajectory.Group) ([]*float64, err
 			t.RewardComponents = append(t.RewardComponents, trajectory.RewardComponent{
 				Name: ComponentEnv, Value: *t.Reward, Explanation: "reward reported by the environment"})
 		}
+		// The reward so far, which a first formula reads as reward, is
+		// the environment's on every run: on a row scored before, the
+		// row's reward is the earlier run's (what the chain writes as
+		// previous), and reward*2 doubled on each re-scoring. The env
+		// scorer reads the env component itself, and says by the row's
+		// own reward why one is missing.
+		if scoredBefore && len(c.Scorers) > 0 && !isEnv(c.Scorers[0]) {
+			t.Reward = nil
+			if env, ok := component(t, ComponentEnv); ok {
+				t.Reward = trajectory.Float64(env.Value)
+			}
+		}
 	}
 	for _, s := range c.Scorers {
 		comps, err := s.ScoreGroup(ctx, g)
@@ -279,6 +291,12 @@ func (c *Chain) score(ctx context.Context, g *trajectory.Group) ([]*float64, err
 		}
 	}
 	return before, nil
+}
+
+// isEnv reports whether s is the env scorer.
+func isEnv(s Scorer) bool {
+	_, ok := s.(EnvScorer)
+	return ok
 }
 
 // scorerError is a scorer's failure, named.

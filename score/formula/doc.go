@@ -18,7 +18,9 @@
 //     never a metric there, which is then metrics["env"];
 //   - metrics["name"] and components["name"] for names that are not
 //     identifiers (e.g. "judge/score");
-//   - reward: the reward so far in the chain (absent while it is null),
+//   - reward: the reward so far in the chain (absent while it is null;
+//     before any scorer of hone-score's chain, the environment's, env,
+//     also on a row an earlier run scored, whose reward is that run's),
 //     which hides a metric named reward (read it as metrics["reward"]);
 //     hone-score refuses a component of that name for the same reason;
 //   - metadata["key"]: the trajectory's string metadata;

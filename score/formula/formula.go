@@ -688,7 +688,7 @@ func (s *Scorer) eval(t *trajectory.Trajectory, group map[string]float64, groupM
 		return 0, fmt.Errorf("formula %q: no %s named %q (has %s); where a row may lack it, write %s[%q] ?? 0", s.src, what, missing.key, describe(t, group, groupMeta), missing.in, missing.key)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("formula %q: %v", s.src, err)
+		return 0, fmt.Errorf("formula %q: %v", s.src, runError(err))
 	}
 	var f float64
 	switch r := res.(type) {
@@ -708,6 +708,21 @@ func (s *Scorer) eval(t *trajectory.Trajectory, group map[string]float64, groupM
 	}
 	s.record(t.ID, metrics, comps, gm)
 	return f, nil
+}
+
+// runError returns err, but for a number used as a condition (win ? 1 :
+// 0, not illegal: metrics are numbers, never true or false), which expr
+// reports in Go's words ("interface conversion: interface {} is float64,
+// not bool"): that gets a message saying what to write, at the same
+// place in the formula.
+func runError(err error) error {
+	var fe *file.Error
+	if !errors.As(err, &fe) || !strings.HasPrefix(fe.Message, "interface conversion:") || !strings.HasSuffix(fe.Message, "not bool") {
+		return err
+	}
+	c := *fe
+	c.Message = "a number where a condition (true or false) is wanted: compare it, e.g. win != 0, or for not illegal, illegal == 0"
+	return &c
 }
 
 // notFinite names the values the formula reads that the row holds as NaN

@@ -16,6 +16,7 @@ import (
 	"github.com/expr-lang/expr/builtin"
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/parser"
+	"github.com/expr-lang/expr/parser/lexer"
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/hone-rl/hone/format/trajectory"
@@ -79,6 +80,9 @@ func New(component, src string) (*Scorer, error) {
 	tree, err := parser.Parse(src)
 	if err != nil {
 		return nil, fmt.Errorf("formula %q does not parse: %v", src, err)
+	}
+	if lineComment(src) {
+		return nil, fmt.Errorf("formula %q holds //, which starts a comment in expr: the rest of the formula is ignored (a // 2 is a); to divide and round down, write floor(a / b)", src)
 	}
 	if err := callsKnown(tree.Node); err != nil {
 		return nil, fmt.Errorf("formula %q %w", src, err)
@@ -167,6 +171,40 @@ func New(component, src string) (*Scorer, error) {
 	s.seen.left.Store(int64(len(s.watch)))
 	s.seen.metrics, s.seen.comps, s.seen.group = map[string]bool{}, map[string]bool{}, map[string]bool{}
 	return s, nil
+}
+
+// lineComment reports whether src holds a // outside its strings and
+// /* */ comments: a Python floor division (turns // 2), which expr reads
+// as a comment to the end of the line, scoring turns alone. src has
+// parsed, so its strings lex.
+func lineComment(src string) bool {
+	toks, err := lexer.Lex(file.NewSource(src))
+	if err != nil {
+		return false
+	}
+	runes := []rune(src)
+	inString := make([]bool, len(runes)+1)
+	for _, tok := range toks {
+		if tok.Kind == lexer.String {
+			for i := tok.From; i < tok.To && i < len(runes); i++ {
+				inString[i] = true
+			}
+		}
+	}
+	for i := 0; i+1 < len(runes); i++ {
+		switch {
+		case inString[i] || runes[i] != '/':
+		case runes[i+1] == '/':
+			return true
+		case runes[i+1] == '*':
+			end := strings.Index(string(runes[i+2:]), "*/")
+			if end < 0 {
+				return false
+			}
+			i += 2 + len([]rune(string(runes[i+2:])[:end])) + 1
+		}
+	}
+	return false
 }
 
 // callsKnown returns an error naming the first function n calls that

@@ -349,6 +349,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	warnStoredSettings(&o, scs, scEnvs)
 	maxFail, err := failureLimit(o.MaxFailures, len(scs), o.GroupSize)
 	if err != nil {
 		return err
@@ -949,6 +950,53 @@ func loadScenarios(ctx context.Context, o *Options, scripted bool) (scs []env.Sc
 		}
 	}
 	return scs, places, scEnvs, closeEnvs, nil
+}
+
+// warnStoredSettings warns once per setting when an --env-opt given for a
+// replay differs from the value a scenario's payload stores: the stored
+// one is played (a replay is the episode it recorded), and the user who
+// asked for opponent=minimax played the stored opponent without a word.
+// A setting not given on the command line is the scenario's by design and
+// not warned of; generated scenarios store the given settings.
+func warnStoredSettings(o *Options, scs []env.Scenario, scEnvs []env.Env) {
+	if o.Scenarios == "" {
+		return
+	}
+	type setting struct{ env, key string }
+	type differ struct {
+		stored []string // the distinct stored values, in file order
+		n      int      // scenarios that store another value
+	}
+	diffs := map[setting]*differ{}
+	var order []setting
+	for i, sc := range scs {
+		ss, ok := scEnvs[i].(env.StoredSettings)
+		if !ok {
+			continue
+		}
+		for _, ov := range ss.Overrides(sc) {
+			if _, given := o.EnvOpts[ov.Key]; !given {
+				continue
+			}
+			k := setting{scEnvs[i].Name(), ov.Key}
+			d := diffs[k]
+			if d == nil {
+				d = &differ{}
+				diffs[k] = d
+				order = append(order, k)
+			}
+			d.n++
+			if !slices.Contains(d.stored, ov.Stored) {
+				d.stored = append(d.stored, ov.Stored)
+			}
+		}
+	}
+	for _, k := range order {
+		d := diffs[k]
+		o.Log.Warn("--env-opt differs from the setting the scenarios store: the stored one is played, so that a replay is the episode it recorded (generate new scenarios with --env to play the given one)",
+			"env", k.env, "setting", k.key, "given", o.EnvOpts[k.key], "stored", strings.Join(d.stored, ","),
+			"scenarios", d.n, "of", len(scs))
+	}
 }
 
 // refuseUnscripted refuses e for a scripted policy when it has none. A

@@ -128,3 +128,24 @@ func User(text string) trajectory.Message {
 func ToolResult(id, name, content string) trajectory.Message {
 	return trajectory.Message{Role: "tool", ToolCallID: id, Name: name, Content: content}
 }
+
+// Override is a setting that a scenario's payload fixes and that differs
+// from the environment's own (its --env-opt value or default).
+// NewEpisode plays the payload's, so that a scenario replayed from a file
+// is the episode it recorded.
+type Override struct {
+	Key    string // the --env-opt key, e.g. "opponent"
+	Env    string // the environment's value
+	Stored string // the payload's value, the one played
+}
+
+// StoredSettings is implemented by environments whose scenario payloads
+// carry settings that win over the environment's: hone-collect warns when
+// a replay is given an --env-opt that the stored value overrides, which
+// it otherwise dropped without a word.
+type StoredSettings interface {
+	// Overrides lists sc's stored settings that differ from the
+	// environment's, nil when none does or the payload is unreadable
+	// (NewEpisode refuses that one, naming the scenario).
+	Overrides(sc Scenario) []Override
+}

@@ -239,6 +239,24 @@ func (e *Env) Scenarios(_ context.Context, seed int64, n int) ([]env.Scenario, e
 	return out, nil
 }
 
+// Overrides implements env.StoredSettings: the payload's target and
+// max_moves are played over e's, read as NewEpisode reads them (a missing
+// or non-positive max_moves is e's).
+func (e *Env) Overrides(sc env.Scenario) []env.Override {
+	p := Payload{Target: e.Target, MaxMoves: e.MaxMoves}
+	if len(sc.Payload) == 0 || json.Unmarshal(sc.Payload, &p) != nil {
+		return nil
+	}
+	var out []env.Override
+	if p.Target != e.Target {
+		out = append(out, env.Override{Key: "target", Env: strconv.Itoa(e.Target), Stored: strconv.Itoa(p.Target)})
+	}
+	if p.MaxMoves > 0 && p.MaxMoves != e.MaxMoves {
+		out = append(out, env.Override{Key: "max-moves", Env: strconv.Itoa(e.MaxMoves), Stored: strconv.Itoa(p.MaxMoves)})
+	}
+	return out
+}
+
 // NewEpisode implements env.Env.
 func (e *Env) NewEpisode(_ context.Context, sc env.Scenario, _ int64) (env.Episode, error) {
 	p := Payload{Target: e.Target, MaxMoves: e.MaxMoves}

@@ -62,6 +62,24 @@ func (e *Env) Scenarios(_ context.Context, seed int64, n int) ([]env.Scenario, e
 	return out, nil
 }
 
+// Overrides implements env.StoredSettings: the payload's n and turns are
+// played over e's, read as NewEpisode reads them (missing or
+// non-positive is e's).
+func (e *Env) Overrides(sc env.Scenario) []env.Override {
+	var p Payload
+	if len(sc.Payload) == 0 || json.Unmarshal(sc.Payload, &p) != nil {
+		return nil
+	}
+	var out []env.Override
+	if p.N > 0 && p.N != e.N {
+		out = append(out, env.Override{Key: "n", Env: strconv.Itoa(e.N), Stored: strconv.Itoa(p.N)})
+	}
+	if p.Turns > 0 && p.Turns != e.Turns {
+		out = append(out, env.Override{Key: "turns", Env: strconv.Itoa(e.Turns), Stored: strconv.Itoa(p.Turns)})
+	}
+	return out
+}
+
 // NewEpisode implements env.Env.
 func (e *Env) NewEpisode(_ context.Context, sc env.Scenario, _ int64) (env.Episode, error) {
 	p := Payload{N: e.N, Turns: e.Turns}

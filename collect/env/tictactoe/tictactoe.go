@@ -293,6 +293,16 @@ func (e *Env) NewEpisode(_ context.Context, sc env.Scenario, seed int64) (env.Ep
 	return ep, nil
 }
 
+// Overrides implements env.StoredSettings: the payload's opponent is
+// played over e.Opponent (NewEpisode).
+func (e *Env) Overrides(sc env.Scenario) []env.Override {
+	var p Payload
+	if len(sc.Payload) == 0 || json.Unmarshal(sc.Payload, &p) != nil || p.Opponent == "" || p.Opponent == e.Opponent {
+		return nil
+	}
+	return []env.Override{{Key: "opponent", Env: e.Opponent, Stored: p.Opponent}}
+}
+
 // threatBoard plays random moves from the empty board (x first when
 // agentFirst) until x is to move, o threatens exactly one line and x
 // cannot win at once; a game that ends first is replayed.

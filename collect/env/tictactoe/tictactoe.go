@@ -399,8 +399,8 @@ func (ep *episode) Reset(context.Context) (env.Observation, error) {
 }
 
 func (ep *episode) Step(_ context.Context, t env.Turn) (env.Feedback, error) {
-	n, err := strconv.Atoi(strings.TrimSpace(t.Message.Content))
-	if err != nil || n < 1 || n > 9 || ep.b[n-1] != 0 || len(t.Message.ToolCalls) > 0 {
+	n := parseMove(t.Message.Content)
+	if n == 0 || ep.b[n-1] != 0 || len(t.Message.ToolCalls) > 0 {
 		ep.illegal, ep.over = true, true
 		return env.Feedback{Done: true}, nil
 	}
@@ -422,6 +422,17 @@ func (ep *episode) Step(_ context.Context, t env.Turn) (env.Feedback, error) {
 		return env.Feedback{Done: true}, nil
 	}
 	return env.Feedback{Messages: []trajectory.Message{ep.prompt()}}, nil
+}
+
+// parseMove reads an answer as docs/games.md defines a move, one digit
+// 1-9 with any white space around it, and returns 0 for anything else:
+// strconv.Atoi also took "+5" and "05", answers the docs call illegal.
+func parseMove(answer string) int {
+	a := strings.TrimSpace(answer)
+	if len(a) != 1 || a[0] < '1' || a[0] > '9' {
+		return 0
+	}
+	return int(a[0] - '0')
 }
 
 func (ep *episode) end() bool {

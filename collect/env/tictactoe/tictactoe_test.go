@@ -76,6 +76,28 @@ func TestIllegalMove(t *testing.T) {
 	}
 }
 
+// TestMoveIsOneDigit: docs/games.md has the agent answer a cell number
+// 1–9 and calls anything else illegal; strconv.Atoi took "+5" and "05" for
+// cell 5. Only a digit 1-9, with surrounding white space, is a move.
+func TestMoveIsOneDigit(t *testing.T) {
+	e, _ := tictactoe.New("random")
+	for _, tc := range []struct {
+		answer string
+		legal  bool
+	}{{"5", true}, {" 5\n", true}, {"1", true}, {"9", true}, {"+5", false}, {"05", false}, {"-5", false}, {"0", false}, {"10", false}, {"5.", false}, {"５", false}, {"", false}} {
+		ep, _ := e.NewEpisode(context.Background(), env.Scenario{ID: "s", Payload: []byte(`{"agent_first":true}`)}, 1)
+		if _, err := ep.Reset(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ep.Step(context.Background(), env.Turn{Message: env.Assistant(tc.answer)}); err != nil {
+			t.Fatal(err)
+		}
+		if m := ep.Outcome().Metrics; (m["illegal"] == 0) != tc.legal || tc.legal && m["moves"] != 1 {
+			t.Errorf("answer %q: metrics %v, want legal %v", tc.answer, m, tc.legal)
+		}
+	}
+}
+
 // TestTeacherNeverBlocks: against the greedy opponent, which takes every
 // win it is given, the teacher (wins when it can, never blocks) loses
 // often and the blocker (the teacher plus blocks) seldom; the block

@@ -290,6 +290,10 @@ func buildChain(ctx context.Context, opts Options, log *slog.Logger, files *file
 			return nil, nil, err
 		}
 		if prev, dup := names[s.Name]; dup {
+			if s.Kind == "env" {
+				// env cannot be renamed: the environment's reward is one component.
+				return nil, nil, stageerr.Usagef("--scorer %q and --scorer %q both write component %q: give the environment's reward once", prev, v, s.Name)
+			}
 			return nil, nil, stageerr.Usagef("--scorer %q and --scorer %q both write component %q; name one, e.g. NAME=formula:EXPR", prev, v, s.Name)
 		}
 		names[s.Name] = v

@@ -748,18 +748,26 @@ func (s *Scorer) eval(t *trajectory.Trajectory, group map[string]float64, groupM
 	return f, nil
 }
 
-// runError returns err, but for a number used as a condition (win ? 1 :
-// 0, not illegal: metrics are numbers, never true or false), which expr
-// reports in Go's words ("interface conversion: interface {} is float64,
-// not bool"): that gets a message saying what to write, at the same
-// place in the formula.
+// runError returns err, but for a value used as a condition (win ? 1 :
+// 0, not illegal: metrics are numbers, never true or false; metadata are
+// text), which expr reports in Go's words ("interface conversion:
+// interface {} is float64, not bool"): that gets a message saying what
+// to write, at the same place in the formula. The advice follows the
+// value's type: != 0 on a text is true for any text.
 func runError(err error) error {
 	var fe *file.Error
 	if !errors.As(err, &fe) || !strings.HasPrefix(fe.Message, "interface conversion:") || !strings.HasSuffix(fe.Message, "not bool") {
 		return err
 	}
 	c := *fe
-	c.Message = "a number where a condition (true or false) is wanted: compare it, e.g. win != 0, or for not illegal, illegal == 0"
+	switch {
+	case strings.Contains(fe.Message, " is string,"):
+		c.Message = `text where a condition (true or false) is wanted: metadata are text; compare it, e.g. metadata["k"] == "true"`
+	case strings.Contains(fe.Message, " is nil,"):
+		c.Message = `nil, a key the row lacks, where a condition (true or false) is wanted: compare it, e.g. metadata["k"] == "true", false where the key is missing`
+	default:
+		c.Message = "a number where a condition (true or false) is wanted: compare it, e.g. win != 0, or for not illegal, illegal == 0"
+	}
 	return &c
 }
 

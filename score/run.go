@@ -353,6 +353,7 @@ func buildChain(ctx context.Context, opts Options, log *slog.Logger, files *file
 		if f, ok := s.(*formula.Scorer); ok {
 			f.ComponentNames(written...)
 			f.Hide(unreadable(c.Scorers, i)...)
+			f.ScoredKey(MetaChain)
 		}
 	}
 	c.Spec = strings.Join(parts, " | ")

@@ -38,6 +38,9 @@ type Scorer struct {
 	// hidden are the components the expression may not read (Hide),
 	// left out of the components map and the bare names alike.
 	hidden map[string]bool
+	// scoredKey is the metadata key that marks a row an earlier run
+	// scored (ScoredKey), "" when none does.
+	scoredKey string
 	// watch lists the names the expression reads, bare (in "") or looked
 	// up, that seen records the rows' holding of (Unseen).
 	watch []lookup
@@ -595,6 +598,14 @@ func (s *Scorer) Hide(names ...string) {
 	}
 }
 
+// ScoredKey names the metadata key whose value names the chain that
+// scored a row before (in hone-score, its chain spec). hone-score gives a
+// first formula on such a row the environment's reward, not that run's:
+// where the row has none, its reward is null here though the file holds
+// one, and the error says so rather than that the row's reward is null.
+// Call it before the first Eval.
+func (s *Scorer) ScoredKey(key string) { s.scoredKey = key }
+
 // Name returns the component name.
 func (s *Scorer) Name() string { return s.component }
 
@@ -687,6 +698,9 @@ func (s *Scorer) eval(t *trajectory.Trajectory, group map[string]float64, groupM
 				in := "a metric named reward is metrics"
 				if _, ok := findComponent(t, rewardName); ok {
 					in = "the row's component named reward is components"
+				}
+				if chain, ok := t.Metadata[s.scoredKey]; ok && s.scoredKey != "" {
+					return 0, fmt.Errorf("formula %q: the reward so far is null: the row has no environment reward (it had none when first scored), which a formula before any other scorer reads as reward, not the one %s gave (has %s); %s[%q]", s.src, chain, describe(t, group, groupMeta), in, rewardName)
 				}
 				return 0, fmt.Errorf("formula %q: the row's reward is null (no environment reward, and no scorer before this one gave one; has %s); %s[%q]", s.src, describe(t, group, groupMeta), in, rewardName)
 			}

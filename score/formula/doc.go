@@ -37,7 +37,10 @@
 //     lacks the key; never read by a bare name.
 //
 // The result must be a finite number (a boolean counts as 1 or 0). An
-// expression that does not compile is a usage error naming it; a name the
+// expression that does not compile is a usage error naming it, as is a
+// call of a function expr lacks (sqrt, log: it names those that exist)
+// and a Python floor division a // b (in expr, // starts a comment that
+// would drop the rest: write floor(a / b)); a name the
 // trajectory lacks (bare, or as metrics["name"], components["name"] or
 // group_metrics["name"]),
 // or a result that is not a finite number, is an error naming the

@@ -16,8 +16,14 @@ func TestFormulaFloorDivisionRefused(t *testing.T) {
 	in := scenario(t, dir, "in.parquet", 0, 1, 2)
 	out := filepath.Join(dir, "out.parquet")
 	r := runBin(t, nil, nil, "-o", out, "--scorer", "formula:1 + illegal // 2", in)
-	if r.code != 2 || !strings.Contains(r.stderr, "comment") || !strings.Contains(r.stderr, "floor(") {
+	if r.code != 2 || !strings.Contains(r.stderr, "the rest of its line is ignored") || !strings.Contains(r.stderr, "floor(") {
 		t.Fatalf("exit %d, want 2 saying // starts a comment, and to write floor(a / b):\n%s", r.code, r.stderr)
+	}
+	// A comment line of a formula written over several lines ignores that
+	// line alone, which the message says (it said the rest of the formula).
+	r = runBin(t, nil, nil, "-o", out, "--scorer", "formula:illegal\n// the illegal moves\n+ 1", in)
+	if r.code != 2 || !strings.Contains(r.stderr, "the rest of its line is ignored") || !strings.Contains(r.stderr, "/* ... */") {
+		t.Fatalf("a // comment line: exit %d, want 2 saying the rest of its line is ignored, and how to comment:\n%s", r.code, r.stderr)
 	}
 	r = runBin(t, nil, nil, "-o", out, "--scorer", `formula:metadata["a//b"] == nil ? floor(illegal / 2) /* half */ : 0`, in)
 	if r.code != 0 {

@@ -85,7 +85,7 @@ func New(component, src string) (*Scorer, error) {
 		return nil, fmt.Errorf("formula %q does not parse: %v", src, err)
 	}
 	if lineComment(src) {
-		return nil, fmt.Errorf("formula %q holds //, which starts a comment in expr: the rest of the formula is ignored (a // 2 is a); to divide and round down, write floor(a / b)", src)
+		return nil, fmt.Errorf("formula %q holds //, which starts a comment in expr: the rest of its line is ignored (a // 2 is a); to divide and round down, write floor(a / b); for a comment, /* ... */", src)
 	}
 	if err := callsKnown(tree.Node); err != nil {
 		return nil, fmt.Errorf("formula %q %w", src, err)

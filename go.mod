@@ -3,6 +3,7 @@ module github.com/hone-rl/hone
 go 1.26.0
 
 require (
+	github.com/agnivade/levenshtein v1.2.2
 	github.com/ardanlabs/jinja v1.8.0
 	github.com/ebitengine/purego v0.11.3
 	github.com/expr-lang/expr v1.17.8

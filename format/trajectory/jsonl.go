@@ -18,6 +18,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agnivade/levenshtein"
+
 	"github.com/hone-rl/hone/format/chatmsg"
 )
 
@@ -795,38 +797,11 @@ func misspeltRole(role string) (string, bool) {
 		if len(known) > 4 {
 			limit = 2
 		}
-		if lower == known || editDistance(lower, known) <= limit {
+		if lower == known || levenshtein.ComputeDistance(lower, known) <= limit {
 			return known, true
 		}
 	}
 	return "", false
-}
-
-// editDistance is the optimal string alignment distance between a and b
-// (insertions, deletions, substitutions and adjacent transpositions, each
-// one edit), over bytes.
-func editDistance(a, b string) int {
-	prev2 := make([]int, len(b)+1)
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(b)]
 }
 
 // parseChoice reads an ART choice: a trainable assistant turn, with the

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/agnivade/levenshtein"
 )
 
 // maxSeenNames caps the metric and component names kept for the hint of
@@ -263,31 +265,9 @@ func closest(name string, cands []string) string {
 	n := len([]rune(name))
 	best, bestD := "", min(1+n/3+1, n)
 	for _, c := range cands {
-		if d := editDistance(name, c); d < bestD && c != name {
+		if d := levenshtein.ComputeDistance(name, c); d < bestD && c != name {
 			best, bestD = c, d
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, in runes.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }

@@ -4,22 +4,24 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/hone-rl/hone/format/chatmsg"
 )
 
-// roleList is the message roles OpenAI's chat API accepts, for errors.
-const roleList = "system, developer, user, assistant, tool or function"
+// roleList is chatmsg.Roles as errors list them: "system, ..., tool or
+// function".
+func roleList() string {
+	r := chatmsg.Roles()
+	return strings.Join(r[:len(r)-1], ", ") + " or " + r[len(r)-1]
+}
 
 // knownRole reports whether OpenAI's chat API accepts role. Templates get
 // the role as it is; one they do not know may be left out of the prompt
 // (Qwen's drops "developer" and "function"), as with vLLM.
 func knownRole(role string) bool {
-	switch role {
-	case "system", "developer", "user", "assistant", "tool", "function":
-		return true
-	}
-	return false
+	return slices.Contains(chatmsg.Roles(), role)
 }
 
 // checkMessages refuses what no template should be given: a missing or
@@ -33,9 +35,9 @@ func checkMessages(msgs []chatmsg.Message) error {
 		at := fmt.Sprintf("messages[%d]", i)
 		switch {
 		case m.Role == "":
-			return badRequest(at+".role", "%s.role is missing; want %s", at, roleList)
+			return badRequest(at+".role", "%s.role is missing; want %s", at, roleList())
 		case !knownRole(m.Role):
-			return badRequest(at+".role", "%s.role: unknown role %q; want %s", at, clip(m.Role, 40), roleList)
+			return badRequest(at+".role", "%s.role: unknown role %q; want %s", at, clip(m.Role, 40), roleList())
 		}
 		if _, err := chatmsg.ContentText(m.ContentJSON); err != nil {
 			var ce *chatmsg.ContentError

@@ -24,6 +24,14 @@ type Message struct {
 	Name             string // optional participant or tool name
 }
 
+// Roles are the message roles OpenAI's chat API accepts, in the order
+// errors list them: hone-serve refuses any other, and an import takes a
+// role one or two edits from one of them (Llama 3's ipython added) for a
+// misspelling.
+func Roles() []string {
+	return []string{"system", "developer", "user", "assistant", "tool", "function"}
+}
+
 // ToolCall is one function call of an assistant message.
 type ToolCall struct {
 	ID   string

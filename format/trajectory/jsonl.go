@@ -769,10 +769,10 @@ func parseTurn(raw json.RawMessage) (Message, error) {
 	return m, nil
 }
 
-// chatRoles are OpenAI's chat roles and Llama 3's ipython (its tool
-// results): the roles chat templates are written for.
+// chatRoles are OpenAI's chat roles (chatmsg.Roles) and Llama 3's
+// ipython (its tool results): the roles chat templates are written for.
 func chatRoles() []string {
-	return []string{"system", "developer", "user", "assistant", "tool", "function", "ipython"}
+	return append(chatmsg.Roles(), "ipython")
 }
 
 // misspeltRole reports the chat role an imported message's role looks

@@ -458,6 +458,32 @@ func glob(ctx context.Context, st Store, pattern string) ([]string, error) {
 	return out, nil
 }
 
+// ErrNotRegular is CheckRegular's error for a path that is there but no
+// regular file.
+var ErrNotRegular = errors.New("not a regular file")
+
+// CheckRegular returns nil when the local path (a link followed) is a
+// regular file, an error wrapping ErrNotRegular that names it and what it
+// is ("a named pipe", "a character device", "a folder") when it is
+// another thing, and Stat's error otherwise (errors.Is(err,
+// fs.ErrNotExist) for a missing one). Readers of a file polled for good
+// (a run's latest, an adapter's files) check first: opening a named pipe
+// with no writer blocks, and a device (a link to /dev/zero) never ends.
+func CheckRegular(path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if st.Mode().IsRegular() {
+		return nil
+	}
+	kind := "a folder"
+	if !st.IsDir() {
+		kind = specialKind(path)
+	}
+	return fmt.Errorf("%s is %w (%s)", path, ErrNotRegular, kind)
+}
+
 // specialKind names what the local path p (or the file a link at p
 // leads to) is when it is not a regular file or a folder: "a character
 // device", "a named pipe", ...; "" otherwise, or when it cannot be statted

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/hfconfig"
 	"github.com/hone-rl/hone/format/safetensors"
 )
@@ -134,7 +136,7 @@ func Read(dir string) (*Adapter, error) {
 	// and a device never ends, so that a reader polling for new steps
 	// (serve/adapters) would stop for good.
 	for _, p := range []string{cpath, wpath} {
-		if err := notSpecial(p); err != nil {
+		if err := fileset.CheckRegular(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("peft: %w", err)
 		}
 	}
@@ -161,17 +163,6 @@ func Read(dir string) (*Adapter, error) {
 		return nil, fmt.Errorf("%s: %w", wpath, err)
 	}
 	return a, nil
-}
-
-// notSpecial returns an error naming path when it is there and no regular
-// file (a link followed): a missing one is left to its reader, which says
-// what is missing.
-func notSpecial(path string) error {
-	st, err := os.Stat(path)
-	if err != nil || st.Mode().IsRegular() {
-		return nil
-	}
-	return fmt.Errorf("%s is not a regular file (mode %s)", path, st.Mode().Type())
 }
 
 func fromFile(cfg Config, f *safetensors.File) (*Adapter, error) {

@@ -32,15 +32,15 @@ func ReadPointer(runDir, name string) (s Step, ok bool, err error) {
 	// and a device (a link to /dev/zero) never ends, so that a caller
 	// polling the run (hone-serve's Sync, the embedded server's watch)
 	// would stop for good.
-	st, err := os.Stat(path)
+	err = fileset.CheckRegular(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return Step{}, false, nil
 	}
+	if errors.Is(err, fileset.ErrNotRegular) {
+		return Step{}, false, fmt.Errorf("%w; it must hold the name of a step folder (%s)", err, StepName(42))
+	}
 	if err != nil {
 		return Step{}, false, err
-	}
-	if !st.Mode().IsRegular() {
-		return Step{}, false, fmt.Errorf("%s is not a regular file (mode %s); it must hold the name of a step folder (%s)", path, st.Mode().Type(), StepName(42))
 	}
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/peft"
 	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/format/safetensors"
@@ -608,7 +609,7 @@ func (f *Front) call(ctx context.Context, path string, body any) error {
 func checkFolder(dir string) error {
 	// Stat first: opening a named pipe with no writer, or a device, to
 	// read it blocks, and Sync with it, for good.
-	if err := regularFile(filepath.Join(dir, peft.ConfigName)); err != nil {
+	if err := fileset.CheckRegular(filepath.Join(dir, peft.ConfigName)); err != nil {
 		return fmt.Errorf("adapter folder: %w", err)
 	}
 	// Bounded: a gigabyte under the config's name (a weights file copied
@@ -623,7 +624,7 @@ func checkFolder(dir string) error {
 	if err := json.Unmarshal(cfg, &c); err != nil || c.R <= 0 {
 		return fmt.Errorf("%s: not a LoRA adapter_config.json (want a positive \"r\")", filepath.Join(dir, "adapter_config.json"))
 	}
-	if err := regularFile(filepath.Join(dir, "adapter_model.safetensors")); err != nil {
+	if err := fileset.CheckRegular(filepath.Join(dir, "adapter_model.safetensors")); err != nil {
 		return fmt.Errorf("adapter folder: %w", err)
 	}
 	st, err := os.Stat(filepath.Join(dir, "adapter_model.safetensors"))
@@ -638,28 +639,6 @@ func checkFolder(dir string) error {
 		return fmt.Errorf("%w; this adapter is not served", err)
 	}
 	return err
-}
-
-// regularFile returns an error naming path unless it is a regular file (a
-// link followed): a named pipe or a device under an adapter file's name
-// would block its reader, or never end.
-func regularFile(path string) error {
-	st, err := os.Stat(path)
-	if err != nil {
-		return err
-	}
-	m := st.Mode()
-	switch {
-	case m.IsRegular():
-		return nil
-	case m&fs.ModeNamedPipe != 0:
-		return fmt.Errorf("%s is not a regular file (a named pipe)", path)
-	case m&fs.ModeDevice != 0:
-		return fmt.Errorf("%s is not a regular file (a device)", path)
-	case m.IsDir():
-		return fmt.Errorf("%s is not a regular file (a folder)", path)
-	}
-	return fmt.Errorf("%s is not a regular file (mode %s)", path, m.Type())
 }
 
 // folderStamp is the newest modification time of dir and its two files,

@@ -9,11 +9,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hone-rl/hone/serve/internal/httpserver"
 )
 
 // TestIdleKeepAliveConnectionClosed: a client that made a request and
 // then left its keep-alive connection idle has it closed after
-// keepAliveIdle, as vLLM's server closes it (5 s). Before, the connection
+// httpserver.KeepAliveIdle, as vLLM's server closes it (5 s). Before, the connection
 // stayed open for as long as the client kept it, each one a socket and a
 // goroutine: ReadHeaderTimeout bounds only the wait for a connection's
 // first request, not the wait between requests.
@@ -39,7 +41,7 @@ func TestIdleKeepAliveConnectionClosed(t *testing.T) {
 	}
 	// The connection now waits for a next request that never comes: the
 	// server must close it (EOF) well before this deadline.
-	wait := keepAliveIdle + 20*time.Second
+	wait := httpserver.KeepAliveIdle + 20*time.Second
 	start := time.Now()
 	conn.SetReadDeadline(start.Add(wait))
 	_, err = br.ReadByte()
@@ -49,7 +51,7 @@ func TestIdleKeepAliveConnectionClosed(t *testing.T) {
 	if !errors.Is(err, io.EOF) {
 		t.Fatalf("idle connection: read %v, want EOF (closed by the server)", err)
 	}
-	if took := time.Since(start); took < keepAliveIdle-time.Second {
-		t.Fatalf("idle connection closed after %v, before keepAliveIdle (%v)", took, keepAliveIdle)
+	if took := time.Since(start); took < httpserver.KeepAliveIdle-time.Second {
+		t.Fatalf("idle connection closed after %v, before httpserver.KeepAliveIdle (%v)", took, httpserver.KeepAliveIdle)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hone-rl/hone/internal/stageerr"
 	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/serve/internal/httpserver"
 	"github.com/hone-rl/hone/serve/vllm"
 )
 
@@ -263,19 +264,10 @@ func runFront(ctx context.Context, o Options) error {
 	return f.Serve(ctx, ln, o.DrainTimeout)
 }
 
-// keepAliveIdle is how long a kept-alive connection may wait for its next
-// request before the server closes it: vLLM's (uvicorn's keep-alive
-// timeout, 5 s). Without it a client that leaves connections idle holds
-// each one, a socket and a goroutine, for as long as it likes, since
-// ReadHeaderTimeout bounds only the wait for a connection's first request.
-// Clients' pools see the close and open a new connection for the next
-// request.
-const keepAliveIdle = 5 * time.Second
-
 // Serve serves on ln until ctx ends, then drains as Run describes.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	o := s.o
-	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: keepAliveIdle, ErrorLog: slog.NewLogLogger(o.Log.Handler(), slog.LevelWarn)}
+	hs := httpserver.New(s.Handler(), o.Log)
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	defer stopWatch()
 	if s.reg != nil {

@@ -9,10 +9,12 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/hone-rl/hone/serve/internal/httpserver"
 )
 
 // TestFrontClosesIdleKeepAliveConnection: the vLLM front closes a
-// kept-alive connection left idle after a request once keepAliveIdle
+// kept-alive connection left idle after a request once httpserver.KeepAliveIdle
 // passes, as vLLM itself does (5 s). Before, it stayed open for as long as
 // the client kept it: ReadHeaderTimeout bounds only the wait for a
 // connection's first request.
@@ -49,7 +51,7 @@ func TestFrontClosesIdleKeepAliveConnection(t *testing.T) {
 	if resp.Close {
 		t.Fatalf("%d answered with Connection: close; want a kept-alive connection", resp.StatusCode)
 	}
-	wait := keepAliveIdle + 20*time.Second
+	wait := httpserver.KeepAliveIdle + 20*time.Second
 	start := time.Now()
 	conn.SetReadDeadline(start.Add(wait))
 	_, err = br.ReadByte()
@@ -59,7 +61,7 @@ func TestFrontClosesIdleKeepAliveConnection(t *testing.T) {
 	if !errors.Is(err, io.EOF) {
 		t.Fatalf("idle connection: read %v, want EOF (closed by the front)", err)
 	}
-	if took := time.Since(start); took < keepAliveIdle-time.Second {
-		t.Fatalf("idle connection closed after %v, before keepAliveIdle (%v)", took, keepAliveIdle)
+	if took := time.Since(start); took < httpserver.KeepAliveIdle-time.Second {
+		t.Fatalf("idle connection closed after %v, before httpserver.KeepAliveIdle (%v)", took, httpserver.KeepAliveIdle)
 	}
 }

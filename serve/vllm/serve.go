@@ -4,26 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"time"
 
 	"github.com/hone-rl/hone/format/urlmask"
+	"github.com/hone-rl/hone/serve/internal/httpserver"
 )
-
-// keepAliveIdle is how long a kept-alive connection may wait for its next
-// request before the front closes it: vLLM's own (uvicorn's keep-alive
-// timeout, 5 s). Without it a client that leaves connections idle holds
-// each one, a socket and a goroutine, for as long as it likes, since
-// ReadHeaderTimeout bounds only the wait for a connection's first request.
-const keepAliveIdle = 5 * time.Second
 
 // Serve serves the front on ln, with Watch running, until ctx ends; then
 // it drains: new requests get 503 while those in flight (streams
 // included) finish, for at most drain.
 func (f *Front) Serve(ctx context.Context, ln net.Listener, drain time.Duration) error {
-	hs := &http.Server{Handler: f, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: keepAliveIdle, ErrorLog: slog.NewLogLogger(f.o.Log.Handler(), slog.LevelWarn)}
+	hs := httpserver.New(f, f.o.Log)
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	watched := make(chan struct{})
 	go func() {
